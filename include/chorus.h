@@ -1,0 +1,212 @@
+/*
+ * chorus.h - Chorus: collectives for MPI programs over UCX.
+ *
+ * A Chorus communicator is created from any MPI communicator. MPI launches
+ * the processes and bootstraps the group; Chorus moves and reduces the data.
+ *
+ * Conventions that hold for every call in this header:
+ *
+ *  - Every function returns a chorus_result_t. CHORUS_SUCCESS is 0. On
+ *    failure, chorus_comm_last_error() gives a message that says what failed,
+ *    where, and which peer was involved.
+ *  - Collectives are called by every rank of the communicator, in the same
+ *    order, with arguments that agree (count, datatype, op, root), exactly as
+ *    MPI requires for its own collectives.
+ *  - Every rank receives bit-identical results: each element of a reduction
+ *    is computed once, in one fixed order, and then distributed.
+ *  - A communicator may be used by one thread at a time. Several
+ *    nonblocking collectives may be in flight on one communicator; they
+ *    complete in any order and never mix their data.
+ *  - `stream` is reserved for CUDA streams (a cudaStream_t) and may be NULL.
+ *    Buffers in this release are host memory.
+ *  - Every collective has a nonblocking twin (chorus_i...) that returns a
+ *    request; buffers must stay untouched until the request completes.
+ *  - Counts are in elements. A collective with nothing to move (count 0)
+ *    still has to be called by every rank.
+ *
+ * Usable from C and C++. No CUDA or UCX type appears here.
+ */
+#ifndef CHORUS_H
+#define CHORUS_H
+
+#include <stddef.h>
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+#define CHORUS_VERSION_MAJOR 0
+#define CHORUS_VERSION_MINOR 1
+#define CHORUS_VERSION_PATCH 0
+
+/* Result of every call. */
+typedef enum {
+    CHORUS_SUCCESS = 0,
+    CHORUS_ERR_INVALID_ARGUMENT = 1, /* a bad pointer, count, enum value or handle */
+    CHORUS_ERR_UNSUPPORTED = 2,      /* valid, but not supported (e.g. a datatype/op pair) */
+    CHORUS_ERR_OUT_OF_MEMORY = 3,    /* an allocation failed */
+    CHORUS_ERR_TRANSPORT = 4,        /* UCX reported an error */
+    CHORUS_ERR_CUDA = 5,             /* the CUDA runtime reported an error, or there is no GPU */
+    CHORUS_ERR_TIMEOUT = 6,          /* an operation made no progress for CHORUS_TIMEOUT_MS */
+    CHORUS_ERR_PEER_FAILED = 7,      /* a peer process died or became unreachable */
+    CHORUS_ERR_COMM_FAILED = 8,      /* the communicator failed earlier; destroy it */
+    CHORUS_ERR_MISMATCH = 9,         /* ranks passed arguments that do not agree */
+    CHORUS_ERR_INTERNAL = 10,        /* a bug in Chorus; please report it */
+    CHORUS_ERR_CONFIG = 11           /* a CHORUS_* environment variable has a bad value */
+} chorus_result_t;
+
+/* Element types. Integer arithmetic wraps (two's complement) on overflow.
+ * FLOAT16 is IEEE binary16; BFLOAT16 is the upper half of a binary32. Both
+ * are computed in binary32 and rounded to nearest even after every operation. */
+typedef enum {
+    CHORUS_INT8 = 0,
+    CHORUS_UINT8 = 1,
+    CHORUS_INT16 = 2,
+    CHORUS_UINT16 = 3,
+    CHORUS_INT32 = 4,
+    CHORUS_UINT32 = 5,
+    CHORUS_INT64 = 6,
+    CHORUS_UINT64 = 7,
+    CHORUS_FLOAT16 = 8,
+    CHORUS_BFLOAT16 = 9,
+    CHORUS_FLOAT32 = 10,
+    CHORUS_FLOAT64 = 11
+} chorus_datatype_t;
+
+#define CHORUS_NUM_DATATYPES 12
+
+/* Reduction operators.
+ * MIN and MAX on floating types follow fmin/fmax: a NaN loses to a number.
+ * AVG is the SUM divided by the number of ranks, computed once on the sum:
+ * for floating types the quotient is rounded to nearest even; for integer
+ * types it is C integer division (truncation toward zero) of the wrapped sum. */
+typedef enum {
+    CHORUS_SUM = 0,
+    CHORUS_PROD = 1,
+    CHORUS_MIN = 2,
+    CHORUS_MAX = 3,
+    CHORUS_AVG = 4
+} chorus_op_t;
+
+#define CHORUS_NUM_OPS 5
+
+typedef struct chorus_comm* chorus_comm_t;
+typedef struct chorus_request* chorus_request_t;
+
+/* A short, static description of a result code. Never NULL. */
+const char* chorus_get_error_string(chorus_result_t result);
+
+/* The detailed message of the last failure on `comm` (what, where, which
+ * peer), or of the last failure of a call that had no valid communicator when
+ * `comm` is NULL. Valid until the next call on the same communicator (or, for
+ * NULL, on the same thread). Never NULL; "" when there was no failure. */
+const char* chorus_comm_last_error(chorus_comm_t comm);
+
+/* Create a communicator over the ranks of `mpi_comm`. Collective over
+ * `mpi_comm`: every rank calls it. The MPI communicator is duplicated, so
+ * Chorus's bootstrap traffic never mixes with the application's; the
+ * application may free `mpi_comm` afterwards. MPI must be initialized.
+ * Reads the CHORUS_* environment variables (see README). */
+chorus_result_t chorus_comm_create(MPI_Comm mpi_comm, chorus_comm_t* comm);
+
+/* Destroy a communicator. Collective: every rank calls it. Operations still
+ * in flight are completed first. The handle is invalid afterwards; passing it
+ * again is detected and returns CHORUS_ERR_INVALID_ARGUMENT. */
+chorus_result_t chorus_comm_destroy(chorus_comm_t comm);
+
+/* End every operation in flight on `comm` on this rank: each completes
+ * (through chorus_test/chorus_wait) with CHORUS_ERR_COMM_FAILED, and so does
+ * every later call until the communicator is destroyed. Local: the peers
+ * learn of it through their own timeouts or transport errors. Use it to give
+ * up on a collective that a failed peer will never finish. */
+chorus_result_t chorus_comm_abort(chorus_comm_t comm);
+
+chorus_result_t chorus_comm_rank(chorus_comm_t comm, int* rank);
+chorus_result_t chorus_comm_size(chorus_comm_t comm, int* size);
+
+/* All-reduce: every rank's `recvbuf` receives the element-wise reduction
+ * with `op` of all ranks' `sendbuf` (`count` elements of `datatype`).
+ * In place when sendbuf == recvbuf: the input is taken from recvbuf.
+ * Otherwise the two buffers must not overlap. */
+chorus_result_t chorus_allreduce(const void* sendbuf, void* recvbuf, size_t count,
+                                 chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm,
+                                 void* stream);
+
+/* Nonblocking all-reduce. Returns at once with a request that completes
+ * through chorus_test() or chorus_wait(). The buffers must stay untouched
+ * until the request completes. */
+chorus_result_t chorus_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
+                                  chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm,
+                                  void* stream, chorus_request_t* request);
+
+/* Progress every operation in flight on the request's communicator and set
+ * *done to 1 if `request` has completed, 0 otherwise. A completed request is
+ * released: the handle must not be used again. If the operation failed, its
+ * error is returned (and *done is 1). */
+chorus_result_t chorus_test(chorus_request_t request, int* done);
+
+/* Wait until `request` completes, then release it. Returns the operation's
+ * result. */
+chorus_result_t chorus_wait(chorus_request_t request);
+
+/* Broadcast: the root's `sendbuf` (count elements) is copied into every
+ * rank's `recvbuf`, the root's included. `sendbuf` is read on the root only
+ * (other ranks may pass NULL). In place when sendbuf == recvbuf on the root. */
+chorus_result_t chorus_broadcast(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                                 int root, chorus_comm_t comm, void* stream);
+chorus_result_t chorus_ibroadcast(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                                  int root, chorus_comm_t comm, void* stream, chorus_request_t* request);
+
+/* Reduce: the root's `recvbuf` receives the element-wise reduction of all
+ * ranks' `sendbuf`. `recvbuf` is written on the root only (other ranks may
+ * pass NULL). In place when sendbuf == recvbuf on the root. */
+chorus_result_t chorus_reduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                              chorus_op_t op, int root, chorus_comm_t comm, void* stream);
+chorus_result_t chorus_ireduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                               chorus_op_t op, int root, chorus_comm_t comm, void* stream, chorus_request_t* request);
+
+/* Reduce-scatter: `sendbuf` holds size * recvcount elements, block i at
+ * i * recvcount; rank r's `recvbuf` (recvcount elements) receives the
+ * reduction of block r over all ranks. In place when sendbuf == recvbuf (as
+ * MPI_IN_PLACE): the input is read from recvbuf, which then must hold all the
+ * blocks, and the result is written at its start. */
+chorus_result_t chorus_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                      chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm, void* stream);
+chorus_result_t chorus_ireduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                       chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm, void* stream,
+                                       chorus_request_t* request);
+
+/* Reduce-scatter with irregular blocks: block i has recvcounts[i] elements
+ * (zeros allowed) and starts after blocks 0..i-1. `recvcounts` has one entry
+ * per rank and must agree on every rank; it is copied, so it may be freed
+ * once the call returns. In place as for chorus_reduce_scatter. */
+chorus_result_t chorus_reduce_scatterv(const void* sendbuf, void* recvbuf, const size_t* recvcounts,
+                                       chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm, void* stream);
+chorus_result_t chorus_ireduce_scatterv(const void* sendbuf, void* recvbuf, const size_t* recvcounts,
+                                        chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm, void* stream,
+                                        chorus_request_t* request);
+
+/* All-gather: every rank's `recvbuf` (size * sendcount elements) receives
+ * every rank's `sendbuf` (sendcount elements), rank i's at i * sendcount.
+ * In place when sendbuf == (char*)recvbuf + rank * sendcount * element size:
+ * this rank's block is already in place. */
+chorus_result_t chorus_allgather(const void* sendbuf, void* recvbuf, size_t sendcount, chorus_datatype_t datatype,
+                                 chorus_comm_t comm, void* stream);
+chorus_result_t chorus_iallgather(const void* sendbuf, void* recvbuf, size_t sendcount, chorus_datatype_t datatype,
+                                  chorus_comm_t comm, void* stream, chorus_request_t* request);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CHORUS_H */

@@ -1,0 +1,50 @@
+// Pipelined chain broadcast.
+//
+// The ranks form a line in relative order: root -> rel 1 -> rel 2 -> ... ->
+// rel size-1. The message is cut into pieces of at most chunk_bytes; each
+// rank passes piece k on to the next rank as soon as it has arrived, while
+// piece k+1 is arriving, so every link of the chain is busy at once once the
+// pipeline has filled.
+//
+// Steps: (size - 1) + (pieces - 1): the first piece needs size - 1 hops, and
+// then one piece leaves the chain per step. Bytes: each rank except the last
+// sends the message exactly once and each non-root receives it once, so
+// (size - 1) times the message crosses the network and no link carries more
+// than one copy.
+#include "coll/algorithm.h"
+#include "coll/partition.h"
+#include "coll/steps.h"
+
+namespace chorus::coll {
+
+std::unique_ptr<Schedule> build_chain_bcast(const CollArgs& a) {
+    auto sched = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
+    Schedule& s = *sched;
+    if (a.count == 0) {
+        s.finalize();
+        return sched;
+    }
+    StepBuilder sb(s, a);
+    const int p = a.size;
+    const int rel = mod(a.rank - a.root, p);
+
+    // The root's own output; in place the executor skips it.
+    if (rel == 0) sb.copy(Buf::Recv, 0, Buf::Send, 0, a.count);
+
+    const bool has_prev = rel > 0, has_next = rel < p - 1;
+    const int prev = ring_prev(a.rank, p), next = ring_next(a.rank, p);
+    const Buf src = rel == 0 ? Buf::Send : Buf::Recv;
+
+    for (size_t i = 0, n = sb.pieces(a.count); i < n && p > 1; ++i) {
+        Range r = sb.piece(a.count, i);
+        if (!r.size()) continue;
+        const size_t bytes = r.size() * sb.esize();
+        std::vector<StepId> after;
+        if (has_prev) after.push_back(s.recv(prev, tag_of(0, i), sb.at(Buf::Recv, r.begin), bytes));
+        if (has_next) s.send(next, tag_of(0, i), sb.at(src, r.begin), bytes, after);
+    }
+    s.finalize();
+    return sched;
+}
+
+}  // namespace chorus::coll

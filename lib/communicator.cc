@@ -1,0 +1,269 @@
+#include "communicator.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+
+#include "host_reducer.h"
+#include "log.h"
+#include "net/mpi_bootstrap.h"
+#include "net/ucx_transport.h"
+
+namespace chorus {
+
+namespace {
+// At most this many operations in flight: the sequence number in the wire tag
+// is 16 bits, so two operations in flight must never share it.
+constexpr size_t kMaxInflight = 1024;
+constexpr size_t kMaxCachedSchedules = 256;
+}  // namespace
+
+std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm, const Config& config) {
+    MPI_Comm dup = MPI_COMM_NULL;
+    net::check_mpi(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup");
+    try {
+        auto transport = std::make_unique<net::UcxTransport>(dup, config.peer_errors);
+        return std::make_unique<Communicator>(std::move(transport), config, dup);
+    } catch (...) {
+        MPI_Comm_free(&dup);
+        throw;
+    }
+}
+
+Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Config& config, MPI_Comm owned)
+    : config_(config), mpi_comm_(owned), transport_(std::move(transport)), selector_(config.cost) {
+    // Touch the scratch a pipelined operation needs once, up front.
+    scratch_.release(scratch_.acquire(config_.chunk_bytes * static_cast<size_t>(config_.window)));
+    if (rank() == 0) {
+        log(LogLevel::Debug, 0, "communicator of ", size(), " ranks over ", transport_->name(), "; ",
+            config_.describe());
+        for (const auto& name : config_.unknown) log(LogLevel::Warn, 0, "unknown setting ", name, " ignored");
+    }
+}
+
+Communicator::~Communicator() {
+    // Finish what is in flight; a failed communicator just drops it.
+    for (auto& op : ops_) {
+        if (!failed_) {
+            try {
+                wait(op.get());
+            } catch (...) {
+            }
+        }
+        if (op->executor) op->executor->abort();
+        scratch_.release(op->scratch);
+    }
+    ops_.clear();
+    transport_.reset();  // collective for UCX
+    if (mpi_comm_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_comm_);
+}
+
+const coll::Algorithm& Communicator::choose(const coll::CollArgs& args) {
+    std::string forced = config_.forced_algo(coll::collective_name(args.coll));
+    if (!forced.empty()) return coll::find_algorithm(args.coll, forced);
+    bool fresh = false;
+    const coll::Choice& c = selector_.choose(args, &fresh);
+    if (fresh && rank() == 0 && log_level() >= LogLevel::Info) {
+        std::string line;
+        for (const auto& [algo, us] : c.predictions) line += cat(" ", algo->name, "=", us, "us");
+        log(LogLevel::Info, 0, coll::collective_name(args.coll), " of ~", c.model_bytes, " bytes on ", size(),
+            " ranks: ", c.algorithm->name, " (predicted:", line, ")");
+    }
+    return *c.algorithm;
+}
+
+std::shared_ptr<const Schedule> Communicator::schedule_for(const coll::CollArgs& a, const coll::Algorithm& algo) {
+    std::string key = cat(static_cast<int>(a.coll), '/', algo.name, '/', a.count, '/', a.dtype, '/', a.op, '/',
+                          a.root, '/', a.in_place, '/', a.chunk_bytes, '/', a.depth);
+    for (size_t c : a.counts) key += cat(',', c);
+    auto it = schedules_.find(key);
+    if (it != schedules_.end()) return it->second;
+    std::shared_ptr<const Schedule> s = algo.build(a);
+    if (schedules_.size() >= kMaxCachedSchedules) schedules_.clear();
+    schedules_.emplace(std::move(key), s);
+    return s;
+}
+
+Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* recvbuf) {
+    if (failed_) fail(CHORUS_ERR_COMM_FAILED, "communicator failed earlier: ", failure_);
+    if (ops_.size() >= kMaxInflight)
+        fail(CHORUS_ERR_INVALID_ARGUMENT, "too many operations in flight (", kMaxInflight,
+             "); wait for some before starting more");
+    args.rank = rank();
+    args.size = size();
+    args.chunk_bytes = config_.chunk_bytes;
+    args.depth = config_.window;
+    if (config_.check) check_agreement(args);
+    return launch(args, choose(args), sendbuf, recvbuf);
+}
+
+Operation* Communicator::launch(const coll::CollArgs& args, const coll::Algorithm& algo, const void* sendbuf,
+                                void* recvbuf) {
+    auto op = std::make_unique<Operation>();
+    op->seq = next_seq_++;
+    op->args = args;
+    op->algorithm = algo.name;
+    op->schedule = schedule_for(args, algo);
+    op->scratch = scratch_.acquire(op->schedule->scratch_bytes());
+    // In place, the send buffer is the receive buffer (or inside it).
+    Buffers bufs{sendbuf, recvbuf, op->scratch};
+    op->executor = std::make_unique<Executor>(*op->schedule, *transport_, bufs, op->seq, config_.window);
+    op->last_change = std::chrono::steady_clock::now();
+    Operation* raw = op.get();
+    ops_.push_back(std::move(op));
+    progress(raw);
+    return raw;
+}
+
+namespace {
+// What every rank must agree on for a collective (CHORUS_CHECK=1).
+struct Fingerprint {
+    uint32_t coll, dtype, op;
+    int32_t root;
+    uint64_t count, counts_hash, seq;
+    bool operator==(const Fingerprint& o) const {
+        return coll == o.coll && dtype == o.dtype && op == o.op && root == o.root && count == o.count &&
+               counts_hash == o.counts_hash && seq == o.seq;
+    }
+};
+
+std::string describe(const Fingerprint& f) {
+    auto c = static_cast<coll::Collective>(f.coll);
+    std::string s = cat(coll::collective_name(c), " #", f.seq, " count=", f.count, " ",
+                        datatype_name(static_cast<chorus_datatype_t>(f.dtype)));
+    if (c == coll::Collective::Allreduce || c == coll::Collective::Reduce || c == coll::Collective::ReduceScatter)
+        s += cat(" ", op_name(static_cast<chorus_op_t>(f.op)));
+    if (c == coll::Collective::Broadcast || c == coll::Collective::Reduce) s += cat(" root=", f.root);
+    if (f.counts_hash) s += cat(" recvcounts#", f.counts_hash);
+    return s;
+}
+}  // namespace
+
+void Communicator::check_agreement(const coll::CollArgs& args) {
+    Fingerprint mine{static_cast<uint32_t>(args.coll), static_cast<uint32_t>(args.dtype), 0, 0, args.count, 0,
+                     next_seq_};
+    // Only what the collective uses has to agree.
+    if (args.coll == coll::Collective::Allreduce || args.coll == coll::Collective::Reduce ||
+        args.coll == coll::Collective::ReduceScatter)
+        mine.op = static_cast<uint32_t>(args.op);
+    if (args.coll == coll::Collective::Broadcast || args.coll == coll::Collective::Reduce) mine.root = args.root;
+    for (size_t c : args.counts) mine.counts_hash = (mine.counts_hash ^ c) * 0x100000001b3ull + 1;
+    std::vector<Fingerprint> all(size());
+    // The check itself has the same shape on every rank, whatever they passed.
+    coll::CollArgs g;
+    g.coll = coll::Collective::Allgather;
+    g.count = sizeof(Fingerprint);
+    g.dtype = CHORUS_UINT8;
+    g.rank = rank();
+    g.size = size();
+    g.chunk_bytes = config_.chunk_bytes;
+    g.depth = config_.window;
+    Operation* op = launch(g, coll::find_algorithm(coll::Collective::Allgather, "bruck"), &mine, all.data());
+    wait(op);
+    chorus_result_t rc = release(op);
+    if (rc != CHORUS_SUCCESS) fail(rc, "CHORUS_CHECK: exchanging arguments failed: ", last_error_);
+    // Group the ranks by what they passed.
+    std::vector<std::pair<Fingerprint, std::string>> groups;
+    for (int r = 0; r < size(); ++r) {
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g2) { return g2.first == all[r]; });
+        if (it == groups.end()) groups.emplace_back(all[r], cat(r));
+        else it->second += cat(",", r);
+    }
+    if (groups.size() == 1) return;
+    std::string msg = "CHORUS_CHECK: ranks disagree on the collective:";
+    for (const auto& [f, ranks] : groups) msg += cat(" [ranks ", ranks, ": ", describe(f), "]");
+    fail(CHORUS_ERR_MISMATCH, msg);
+}
+
+void Communicator::abort(const std::string& why) {
+    for (auto& op : ops_)
+        if (!op->finished) fail_op(*op, CHORUS_ERR_COMM_FAILED, cat("aborted: ", why));
+    if (!failed_) {
+        failed_ = true;
+        failure_ = cat("aborted: ", why);
+    }
+}
+
+void Communicator::fail_op(Operation& op, chorus_result_t code, const std::string& message) {
+    op.finished = true;
+    op.result = code;
+    op.error = cat(coll::collective_name(op.args.coll), " #", op.seq, " (", op.algorithm, ", ", op.args.count, " x ",
+                   datatype_name(op.args.dtype), ") on rank ", rank(), ": ", message);
+    op.executor->abort();
+    // The peers' state is unknown now: later operations would not match.
+    failed_ = true;
+    failure_ = op.error;
+    log(LogLevel::Error, rank(), op.error);
+}
+
+bool Communicator::progress(Operation* target) {
+    bool moved = false;
+    for (auto& op : ops_) {
+        if (op->finished) continue;
+        try {
+            if (op->executor->progress()) op->finished = true;
+        } catch (const Error& e) {
+            fail_op(*op, e.code(), e.what());
+        } catch (const std::bad_alloc&) {
+            fail_op(*op, CHORUS_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        if (op->executor->completed() != op->last_completed) {
+            op->last_completed = op->executor->completed();
+            moved = true;
+        }
+    }
+    if (moved) {
+        idle_polls_ = 0;
+        auto now = std::chrono::steady_clock::now();
+        for (auto& op : ops_) op->last_change = now;
+    } else if ((++idle_polls_ & 1023) == 0) {
+        check_timeouts();
+    }
+    return target->finished;
+}
+
+void Communicator::check_timeouts() {
+    if (config_.timeout_ms == 0) return;
+    auto now = std::chrono::steady_clock::now();
+    for (auto& op : ops_) {
+        if (op->finished) continue;
+        auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - op->last_change).count();
+        if (static_cast<uint64_t>(idle) >= config_.timeout_ms)
+            fail_op(*op, CHORUS_ERR_TIMEOUT,
+                    cat("no progress for ", idle, " ms (CHORUS_TIMEOUT_MS=", config_.timeout_ms,
+                        "); pending: ", op->executor->pending_summary()));
+    }
+}
+
+void Communicator::wait(Operation* op) {
+    int idle = 0;
+    while (!progress(op)) {
+        // Ranks often outnumber cores: spin briefly, then give the CPU away.
+        if (++idle > config_.spin_before_yield) {
+            if (idle < config_.spin_before_yield + 4096) {
+                sched_yield();
+            } else {
+                struct timespec ts{0, 20000};
+                nanosleep(&ts, nullptr);
+            }
+        }
+        if (idle_polls_ == 0) idle = 0;
+    }
+}
+
+chorus_result_t Communicator::release(Operation* op) {
+    chorus_result_t rc = op->result;
+    if (rc != CHORUS_SUCCESS) last_error_ = op->error;
+    scratch_.release(op->scratch);
+    ops_.remove_if([op](const std::unique_ptr<Operation>& p) { return p.get() == op; });
+    return rc;
+}
+
+chorus_result_t Communicator::run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf) {
+    Operation* op = start(args, sendbuf, recvbuf);
+    wait(op);
+    return release(op);
+}
+
+}  // namespace chorus

@@ -1,0 +1,97 @@
+// A communicator: a transport to every peer, the configuration, pooled
+// scratch, a cache of schedules, and the operations in flight. Operations are
+// numbered in the order they start (every rank starts them in the same
+// order), and the number is part of every wire tag.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "coll/algorithm.h"
+#include "coll/selector.h"
+#include "config.h"
+#include "executor.h"
+#include "net/transport.h"
+#include "scratch_pool.h"
+
+namespace chorus {
+
+// One collective in flight.
+struct Operation {
+    uint64_t seq = 0;
+    coll::CollArgs args;
+    const char* algorithm = "";
+    std::shared_ptr<const Schedule> schedule;
+    std::unique_ptr<Executor> executor;
+    void* scratch = nullptr;
+    bool finished = false;
+    chorus_result_t result = CHORUS_SUCCESS;
+    std::string error;
+    size_t last_completed = 0;
+    std::chrono::steady_clock::time_point last_change;
+};
+
+class Communicator {
+public:
+    // Collective over `comm`: duplicates it and bootstraps UCX.
+    static std::unique_ptr<Communicator> create_mpi(MPI_Comm comm, const Config& config);
+    // Over an existing transport (loopback tests). Takes ownership.
+    Communicator(std::unique_ptr<net::Transport> transport, const Config& config, MPI_Comm owned = MPI_COMM_NULL);
+    ~Communicator();
+    Communicator(const Communicator&) = delete;
+    Communicator& operator=(const Communicator&) = delete;
+
+    int rank() const { return transport_->rank(); }
+    int size() const { return transport_->size(); }
+    const Config& config() const { return config_; }
+
+    // Start a collective. Arguments are validated by the caller. The returned
+    // operation stays owned by the communicator until release().
+    Operation* start(coll::CollArgs args, const void* sendbuf, void* recvbuf);
+    // End every operation in flight with CHORUS_ERR_COMM_FAILED and mark the
+    // communicator failed (local: peers learn of it by timeout or UCX error).
+    void abort(const std::string& why);
+    // Progress every operation in flight; true if `op` has finished.
+    bool progress(Operation* op);
+    // Progress until `op` finishes (spinning briefly, then yielding the CPU).
+    void wait(Operation* op);
+    // Forget a finished operation; returns its result (the error message, if
+    // any, goes to last_error()).
+    chorus_result_t release(Operation* op);
+    // Blocking convenience: start + wait + release.
+    chorus_result_t run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf);
+
+    bool failed() const { return failed_; }
+    const std::string& failure() const { return failure_; }
+    std::string& last_error() { return last_error_; }
+    size_t inflight() const { return ops_.size(); }
+
+private:
+    std::shared_ptr<const Schedule> schedule_for(const coll::CollArgs& args, const coll::Algorithm& algo);
+    const coll::Algorithm& choose(const coll::CollArgs& args);
+    void fail_op(Operation& op, chorus_result_t code, const std::string& message);
+    void check_timeouts();
+    Operation* launch(const coll::CollArgs& args, const coll::Algorithm& algo, const void* sendbuf, void* recvbuf);
+    void check_agreement(const coll::CollArgs& args);
+
+    Config config_;
+    MPI_Comm mpi_comm_;
+    std::unique_ptr<net::Transport> transport_;
+    ScratchPool scratch_;
+    coll::Selector selector_;
+    std::list<std::unique_ptr<Operation>> ops_;
+    std::unordered_map<std::string, std::shared_ptr<const Schedule>> schedules_;
+    uint64_t next_seq_ = 0;
+    unsigned idle_polls_ = 0;
+    bool failed_ = false;
+    std::string failure_;
+    std::string last_error_;
+};
+
+}  // namespace chorus

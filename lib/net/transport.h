@@ -1,0 +1,50 @@
+// The one interface between the executor and the wire: tagged, nonblocking,
+// point-to-point transfers between the ranks of one communicator.
+//
+// A transfer is posted with send()/recv() and returns a handle; nullptr means
+// it completed at once. test() reports completion of a handle (and releases
+// it when it returns true) or throws Error naming the peer. progress() lets
+// the transport move data. Messages match on (source, tag) exactly; a receive
+// must be posted with the exact size the sender sends.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace chorus::net {
+
+using Tag = uint64_t;
+using Handle = void*;
+
+class Transport {
+public:
+    virtual ~Transport() = default;
+    virtual int rank() const = 0;
+    virtual int size() const = 0;
+
+    virtual Handle send(int peer, Tag tag, const void* buf, size_t bytes) = 0;
+    virtual Handle recv(int peer, Tag tag, void* buf, size_t bytes) = 0;
+    // True when the transfer is complete (the handle is then released).
+    virtual bool test(Handle handle) = 0;
+    // Abandon a transfer that will not complete (after a failure).
+    virtual void cancel(Handle handle) = 0;
+    // Move data; returns true if anything happened.
+    virtual bool progress() = 0;
+    // Name for messages: "ucx", "loopback".
+    virtual const char* name() const = 0;
+};
+
+// Wire tags: the source rank, the operation's sequence number and the
+// algorithm's own tag for the message, so that concurrent operations on one
+// communicator never match each other's messages.
+constexpr int kTagSourceBits = 20;
+constexpr int kTagSeqBits = 16;
+constexpr int kTagStepBits = 28;
+constexpr int kMaxRanks = 1 << kTagSourceBits;
+
+inline Tag make_tag(int source, uint64_t seq, uint32_t step_tag) {
+    return (static_cast<Tag>(source) << (kTagSeqBits + kTagStepBits)) |
+           ((seq & ((1u << kTagSeqBits) - 1)) << kTagStepBits) | step_tag;
+}
+
+}  // namespace chorus::net

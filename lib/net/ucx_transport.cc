@@ -1,0 +1,206 @@
+#include "net/ucx_transport.h"
+
+#include <cstdlib>
+
+#include "net/mpi_bootstrap.h"
+#include "status.h"
+
+namespace chorus::net {
+
+namespace {
+
+
+chorus_result_t classify(ucs_status_t status) {
+    switch (status) {
+        case UCS_ERR_MESSAGE_TRUNCATED: return CHORUS_ERR_MISMATCH;
+        case UCS_ERR_ENDPOINT_TIMEOUT:
+        case UCS_ERR_CONNECTION_RESET:
+        case UCS_ERR_UNREACHABLE:
+        case UCS_ERR_REJECTED: return CHORUS_ERR_PEER_FAILED;
+        case UCS_ERR_NO_MEMORY: return CHORUS_ERR_OUT_OF_MEMORY;
+        default: return CHORUS_ERR_TRANSPORT;
+    }
+}
+
+void check_ucs(ucs_status_t status, const char* what) {
+    if (status != UCS_OK) fail(classify(status), "UCX ", what, ": ", ucs_status_string(status));
+}
+
+// Each posted transfer remembers its peer so failures can name it.
+struct Pending {
+    ucs_status_ptr_t request;
+    int peer;
+    bool is_recv;
+    size_t bytes;
+};
+
+}  // namespace
+
+void UcxTransport::on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
+    auto* pa = static_cast<PeerArg*>(arg);
+    pa->self->peer_status_[pa->peer].store(static_cast<int>(status));
+}
+
+UcxTransport::UcxTransport(MPI_Comm comm, bool peer_errors) : comm_(comm) {
+    check_mpi(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
+    if (size_ > kMaxRanks) fail(CHORUS_ERR_UNSUPPORTED, "communicator of ", size_, " ranks: at most ", kMaxRanks);
+    peer_status_ = std::vector<std::atomic<int>>(size_);
+    peer_args_.resize(size_);
+    for (int i = 0; i < size_; ++i) peer_args_[i] = {this, i};
+
+    if (peer_errors) setenv("UCX_KEEPALIVE_INTERVAL", "200ms", /*overwrite=*/0);
+    ucp_config_t* config = nullptr;
+    check_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
+    // A peer that dies while this rank only waits to receive from it is
+    // found by UCX's keepalive, whose default period (tens of seconds) is too
+    // slow to report a dead peer promptly. UCX's transports read it from the
+    // environment (ucp_config_modify does not reach them); the user's own
+    // setting wins.
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
+    params.features = UCP_FEATURE_TAG;
+    params.name = "chorus";
+    ucs_status_t st = ucp_init(&params, config, &context_);
+    ucp_config_release(config);
+    check_ucs(st, "ucp_init");
+
+    try {
+        ucp_worker_params_t wparams{};
+        wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+        wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+        check_ucs(ucp_worker_create(context_, &wparams, &worker_), "ucp_worker_create");
+
+        ucp_address_t* addr = nullptr;
+        size_t addr_len = 0;
+        check_ucs(ucp_worker_get_address(worker_, &addr, &addr_len), "ucp_worker_get_address");
+        std::string mine(reinterpret_cast<const char*>(addr), addr_len);
+        ucp_worker_release_address(worker_, addr);
+        std::vector<std::string> addrs = allgather_blobs(comm_, mine);
+
+        eps_.assign(size_, nullptr);
+        for (int peer = 0; peer < size_; ++peer) {
+            if (peer == rank_) continue;
+            ucp_ep_params_t ep{};
+            ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                            UCP_EP_PARAM_FIELD_ERR_HANDLER;
+            ep.address = reinterpret_cast<const ucp_address_t*>(addrs[peer].data());
+            // Peer error handling: a peer that dies becomes an error on its
+            // endpoint (UCX keepalive) instead of a hang.
+            ep.err_mode = peer_errors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+            ep.err_handler.cb = &UcxTransport::on_peer_error;
+            ep.err_handler.arg = &peer_args_[peer];
+            check_ucs(ucp_ep_create(worker_, &ep, &eps_[peer]), "ucp_ep_create");
+        }
+        // Every endpoint exists before anyone sends.
+        barrier_with_progress(comm_, [this] { ucp_worker_progress(worker_); });
+    } catch (...) {
+        for (auto& e : eps_)
+            if (e) {
+                ucp_request_param_t p{};
+                p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+                p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+                ucs_status_ptr_t r = ucp_ep_close_nbx(e, &p);
+                if (UCS_PTR_IS_PTR(r)) {
+                    while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(worker_);
+                    ucp_request_free(r);
+                }
+            }
+        if (worker_) ucp_worker_destroy(worker_);
+        ucp_cleanup(context_);
+        throw;
+    }
+}
+
+UcxTransport::~UcxTransport() {
+    try {
+        // Every rank has finished its operations before endpoints close.
+        barrier_with_progress(comm_, [this] { ucp_worker_progress(worker_); });
+        close_endpoints();
+        barrier_with_progress(comm_, [this] { ucp_worker_progress(worker_); });
+    } catch (...) {
+        // Destruction must not throw; the worker is torn down regardless.
+    }
+    ucp_worker_destroy(worker_);
+    ucp_cleanup(context_);
+}
+
+void UcxTransport::close_endpoints() {
+    std::vector<ucs_status_ptr_t> closing;
+    for (int peer = 0; peer < size_; ++peer) {
+        if (!eps_[peer]) continue;
+        ucp_request_param_t p{};
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        p.flags = peer_status_[peer].load() ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+        ucs_status_ptr_t r = ucp_ep_close_nbx(eps_[peer], &p);
+        if (UCS_PTR_IS_PTR(r)) closing.push_back(r);
+        eps_[peer] = nullptr;
+    }
+    for (ucs_status_ptr_t r : closing) {
+        while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(worker_);
+        ucp_request_free(r);
+    }
+}
+
+void UcxTransport::check_peer(int peer) const {
+    int st = peer_status_[peer].load(std::memory_order_relaxed);
+    if (st) fail(classify(static_cast<ucs_status_t>(st)), "UCX: rank ", peer, " failed: ",
+                 ucs_status_string(static_cast<ucs_status_t>(st)));
+}
+
+Handle UcxTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
+    check_peer(peer);
+    ucp_request_param_t p{};
+    p.op_attr_mask = 0;
+    ucs_status_ptr_t r = ucp_tag_send_nbx(eps_[peer], buf, bytes, tag, &p);
+    if (r == nullptr) return nullptr;
+    if (UCS_PTR_IS_ERR(r)) check_ucs(UCS_PTR_STATUS(r), cat("send to rank ", peer).c_str());
+    return new Pending{r, peer, false, bytes};
+}
+
+Handle UcxTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
+    check_peer(peer);
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, buf, bytes, tag, ~Tag(0), &p);
+    if (UCS_PTR_IS_ERR(r)) check_ucs(UCS_PTR_STATUS(r), cat("receive from rank ", peer).c_str());
+    return new Pending{r, peer, true, bytes};
+}
+
+bool UcxTransport::test(Handle handle) {
+    if (!handle) return true;
+    auto* p = static_cast<Pending*>(handle);
+    ucs_status_t st;
+    size_t got = p->bytes;
+    if (p->is_recv) {
+        ucp_tag_recv_info_t info{};
+        st = ucp_tag_recv_request_test(p->request, &info);
+        if (st == UCS_OK) got = info.length;
+    } else {
+        st = ucp_request_check_status(p->request);
+    }
+    if (st == UCS_INPROGRESS) return false;
+    ucp_request_free(p->request);
+    int peer = p->peer;
+    bool is_recv = p->is_recv;
+    size_t expected = p->bytes;
+    delete p;
+    if (st != UCS_OK)
+        fail(classify(st), "UCX ", is_recv ? "receive from" : "send to", " rank ", peer, ": ",
+             ucs_status_string(st));
+    if (got != expected)
+        fail(CHORUS_ERR_MISMATCH, "UCX: message from rank ", peer, " has ", got, " bytes, expected ", expected);
+    return true;
+}
+
+void UcxTransport::cancel(Handle handle) {
+    if (!handle) return;
+    auto* p = static_cast<Pending*>(handle);
+    if (ucp_request_check_status(p->request) == UCS_INPROGRESS) ucp_request_cancel(worker_, p->request);
+    ucp_request_free(p->request);
+    delete p;
+}
+
+bool UcxTransport::progress() { return ucp_worker_progress(worker_) != 0; }
+
+}  // namespace chorus::net

@@ -1,0 +1,57 @@
+// The real transport: UCX tagged messages between the ranks of an MPI
+// communicator (shared memory and CMA inside a node; InfiniBand, RoCE or TCP
+// across nodes, as UCX selects). Each communicator owns a UCX context and a
+// single-threaded worker; worker addresses are exchanged over MPI.
+#pragma once
+
+#include <mpi.h>
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "net/transport.h"
+
+namespace chorus::net {
+
+class UcxTransport final : public Transport {
+public:
+    // Collective over `comm` (which the caller owns and keeps alive).
+    // With `peer_errors`, endpoints use UCX's peer failure detection.
+    UcxTransport(MPI_Comm comm, bool peer_errors);
+    // Collective: closes endpoints while every rank keeps progressing.
+    ~UcxTransport() override;
+    UcxTransport(const UcxTransport&) = delete;
+    UcxTransport& operator=(const UcxTransport&) = delete;
+
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    Handle send(int peer, Tag tag, const void* buf, size_t bytes) override;
+    Handle recv(int peer, Tag tag, void* buf, size_t bytes) override;
+    bool test(Handle handle) override;
+    void cancel(Handle handle) override;
+    bool progress() override;
+    const char* name() const override { return "ucx"; }
+
+private:
+    void close_endpoints();
+    static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
+    struct PeerArg {
+        UcxTransport* self;
+        int peer;
+    };
+    std::vector<PeerArg> peer_args_;
+    void check_peer(int peer) const;
+
+    MPI_Comm comm_;
+    int rank_ = 0;
+    int size_ = 0;
+    ucp_context_h context_ = nullptr;
+    ucp_worker_h worker_ = nullptr;
+    std::vector<ucp_ep_h> eps_;
+    // Set by UCX's error callback when a peer fails (0 = healthy).
+    std::vector<std::atomic<int>> peer_status_;
+};
+
+}  // namespace chorus::net

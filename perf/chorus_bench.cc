@@ -1,0 +1,453 @@
+// chorus-bench: OSU-style latency benchmark of Chorus collectives, timed
+// side by side with the MPI library's own collective.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "bench_options.h"
+#include "bench_report.h"
+#include "bench_types.h"
+#include "chorus.h"
+
+namespace {
+
+using namespace bench;
+
+enum class Kind { kAllreduce, kBcast, kReduce, kReduceScatter, kAllgather };
+
+// The arguments of one collective call at one message size.
+struct Call {
+    const void* send = nullptr;
+    void* recv = nullptr;
+    size_t count = 0;  // the count argument of the call
+    const TypeInfo* type = nullptr;
+    const OpInfo* op = nullptr;
+    int root = 0;
+    int rank = 0;
+    bool in_place = false;
+    chorus_comm_t comm = nullptr;
+};
+
+using ChorusFn = chorus_result_t (*)(const Call&);
+using MpiFn = int (*)(const Call&);
+
+chorus_result_t chorus_allreduce_call(const Call& c) {
+    return chorus_allreduce(c.send, c.recv, c.count, c.type->dt, c.op->op, c.comm, nullptr);
+}
+
+chorus_result_t chorus_broadcast_call(const Call& c) {
+    return chorus_broadcast(c.send, c.recv, c.count, c.type->dt, c.root, c.comm, nullptr);
+}
+
+chorus_result_t chorus_reduce_call(const Call& c) {
+    return chorus_reduce(c.send, c.recv, c.count, c.type->dt, c.op->op, c.root, c.comm, nullptr);
+}
+
+chorus_result_t chorus_reduce_scatter_call(const Call& c) {
+    return chorus_reduce_scatter(c.send, c.recv, c.count, c.type->dt, c.op->op, c.comm, nullptr);
+}
+
+chorus_result_t chorus_allgather_call(const Call& c) {
+    return chorus_allgather(c.send, c.recv, c.count, c.type->dt, c.comm, nullptr);
+}
+
+int mpi_allreduce_call(const Call& c) {
+    return MPI_Allreduce(c.in_place ? MPI_IN_PLACE : c.send, c.recv, static_cast<int>(c.count), c.type->mpi,
+                         c.op->mpi, MPI_COMM_WORLD);
+}
+
+int mpi_bcast_call(const Call& c) {
+    void* buf = c.rank == c.root ? const_cast<void*>(c.send) : c.recv;
+    return MPI_Bcast(buf, static_cast<int>(c.count), c.type->mpi, c.root, MPI_COMM_WORLD);
+}
+
+int mpi_reduce_call(const Call& c) {
+    const void* send = (c.in_place && c.rank == c.root) ? MPI_IN_PLACE : c.send;
+    return MPI_Reduce(send, c.recv, static_cast<int>(c.count), c.type->mpi, c.op->mpi, c.root, MPI_COMM_WORLD);
+}
+
+int mpi_reduce_scatter_call(const Call& c) {
+    if (c.in_place)
+        return MPI_Reduce_scatter_block(MPI_IN_PLACE, c.recv, static_cast<int>(c.count), c.type->mpi, c.op->mpi,
+                                        MPI_COMM_WORLD);
+    return MPI_Reduce_scatter_block(c.send, c.recv, static_cast<int>(c.count), c.type->mpi, c.op->mpi,
+                                    MPI_COMM_WORLD);
+}
+
+int mpi_allgather_call(const Call& c) {
+    const int n = static_cast<int>(c.count);
+    if (c.in_place)
+        return MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c.recv, n, c.type->mpi, MPI_COMM_WORLD);
+    return MPI_Allgather(c.send, n, c.type->mpi, c.recv, n, c.type->mpi, MPI_COMM_WORLD);
+}
+
+// The collectives. A collective whose `chorus` is nullptr is refused.
+struct Collective {
+    const char* name;
+    const char* title;
+    const char* symbol;
+    Kind kind;
+    ChorusFn chorus;
+    MpiFn mpi;
+    bool uses_op;
+    bool has_root;
+};
+
+const Collective kCollectives[] = {
+    {"allreduce", "Allreduce", "chorus_allreduce", Kind::kAllreduce, chorus_allreduce_call, mpi_allreduce_call,
+     true, false},
+    {"bcast", "Broadcast", "chorus_broadcast", Kind::kBcast, chorus_broadcast_call, mpi_bcast_call, false, true},
+    {"reduce", "Reduce", "chorus_reduce", Kind::kReduce, chorus_reduce_call, mpi_reduce_call, true, true},
+    {"reduce_scatter", "Reduce_scatter", "chorus_reduce_scatter", Kind::kReduceScatter, chorus_reduce_scatter_call,
+     mpi_reduce_scatter_call, true, false},
+    {"allgather", "Allgather", "chorus_allgather", Kind::kAllgather, chorus_allgather_call, mpi_allgather_call, false, false},
+};
+
+const Collective* find_collective(const std::string& name) {
+    for (const auto& c : kCollectives)
+        if (name == c.name) return &c;
+    return nullptr;
+}
+
+// nccl-tests' factor from algorithm bandwidth to bus bandwidth.
+double bus_factor(Kind k, int n) {
+    switch (k) {
+        case Kind::kAllreduce: return 2.0 * (n - 1) / n;
+        case Kind::kReduceScatter:
+        case Kind::kAllgather: return static_cast<double>(n - 1) / n;
+        default: return 1.0;
+    }
+}
+
+// Element counts at one message size.
+struct Layout {
+    size_t count = 0;       // count argument of the call
+    size_t send_elems = 0;  // input elements on each rank
+    size_t recv_elems = 0;  // output elements on each rank
+    size_t nccl_bytes = 0;  // bytes in nccl-tests' algbw
+};
+
+Layout layout_for(Kind k, size_t bytes, size_t elem, int n) {
+    Layout l;
+    const size_t un = static_cast<size_t>(n);
+    switch (k) {
+        case Kind::kReduceScatter:
+            l.count = bytes / elem / un;
+            l.send_elems = l.count * un;
+            l.recv_elems = l.count;
+            l.nccl_bytes = l.send_elems * elem;
+            break;
+        case Kind::kAllgather:
+            l.count = bytes / elem;
+            l.send_elems = l.count;
+            l.recv_elems = l.count * un;
+            l.nccl_bytes = l.recv_elems * elem;
+            break;
+        default:
+            l.count = l.send_elems = l.recv_elems = bytes / elem;
+            l.nccl_bytes = l.count * elem;
+            break;
+    }
+    return l;
+}
+
+struct World {
+    int rank = 0;
+    int size = 1;
+};
+
+bool any_rank(bool local) {
+    int in = local ? 1 : 0, out = 0;
+    MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    return out != 0;
+}
+
+void check_chorus(chorus_result_t rc, const char* what, size_t bytes, chorus_comm_t comm, int rank) {
+    if (rc == CHORUS_SUCCESS) return;
+    std::fprintf(stderr, "chorus-bench: rank %d: %s failed at %zu bytes: %s: %s\n", rank, what, bytes,
+                 chorus_get_error_string(rc), chorus_comm_last_error(comm));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+// Sum over `iters` barrier-separated calls of each call's time, in seconds.
+template <typename Fn>
+double time_calls(int iters, Fn fn) {
+    double total = 0;
+    for (int i = 0; i < iters; ++i) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = MPI_Wtime();
+        fn();
+        total += MPI_Wtime() - t0;
+    }
+    return total;
+}
+
+size_t mem_available_bytes() {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    size_t kb = 0;
+    std::string unit;
+    while (in >> key >> kb) {
+        std::getline(in, unit);
+        if (key == "MemAvailable:") return kb * 1024;
+    }
+    return 0;
+}
+
+int main_impl(int argc, char** argv, const World& w) {
+    const char* prog = "chorus-bench";
+    const bool root_prints = w.rank == 0;
+    auto usage_error = [&](const std::string& msg) {
+        if (root_prints) {
+            std::fprintf(stderr, "%s: %s\n\n", prog, msg.c_str());
+            print_usage(stderr, prog);
+        }
+        return 2;
+    };
+    auto plain_error = [&](const std::string& msg, int status) {
+        if (root_prints) std::fprintf(stderr, "%s: %s\n", prog, msg.c_str());
+        return status;
+    };
+
+    Options o;
+    std::string err;
+    switch (parse_options(argc, argv, o, err)) {
+        case ParseStatus::kHelp:
+            if (root_prints) print_usage(stdout, prog);
+            return 0;
+        case ParseStatus::kError: return usage_error(err);
+        case ParseStatus::kRun: break;
+    }
+    const Collective* coll = find_collective(o.collective);
+    if (!coll) return usage_error("unknown collective '" + o.collective + "'");
+    if (o.device == "cuda")
+        return plain_error("-d cuda: device buffers are not supported yet; use -d host", 2);
+    if (!coll->chorus)
+        return plain_error(std::string(coll->name) + ": " + coll->symbol +
+                               " is not available in this version of Chorus", 2);
+    if (o.root >= w.size)
+        return usage_error("root " + std::to_string(o.root) + " out of range (" + std::to_string(w.size) +
+                           " ranks)");
+
+    const TypeInfo& type = *o.type;
+    const size_t elem = type.size;
+    std::vector<size_t> sizes;
+    for (size_t s = std::max<size_t>(o.min_size, 1); s <= o.max_size; s *= 2) {
+        if (layout_for(coll->kind, s, elem, w.size).count > 0) sizes.push_back(s);
+        if (s > o.max_size / 2) break;
+    }
+    if (sizes.empty())
+        return usage_error("no message size in " + std::to_string(o.min_size) + ":" + std::to_string(o.max_size) +
+                           " holds one " + type.name + " element" +
+                           (coll->kind == Kind::kReduceScatter ? " per rank" : ""));
+
+    // Memory: refuse sizes that cannot fit before allocating anything.
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int node_ranks = 1;
+    MPI_Comm_size(node, &node_ranks);
+    MPI_Comm_free(&node);
+    const size_t max_bytes = sizes.back();
+    const size_t limit = size_t{1} << 46;
+    bool too_big = max_bytes > limit / static_cast<size_t>(w.size);
+    const Layout big = layout_for(coll->kind, too_big ? 0 : max_bytes, elem, w.size);
+    const size_t send_bytes = big.send_elems * elem, recv_bytes = big.recv_elems * elem;
+    const size_t alloc_bytes = o.in_place ? std::max(send_bytes, recv_bytes) : send_bytes + recv_bytes;
+    const size_t avail = mem_available_bytes();
+    // Room for the libraries' own scratch: as much again as the buffers.
+    const size_t need = 2 * alloc_bytes * static_cast<size_t>(node_ranks);
+    const bool absurd = too_big;
+    too_big = too_big || (avail > 0 && need > avail);
+    if (any_rank(too_big)) {
+        if (absurd) return plain_error("message size " + std::to_string(max_bytes) + " is too large; lower -m MAX", 2);
+        char msg[256];
+        std::snprintf(msg, sizeof msg,
+                      "message size %zu needs about %zu MiB per rank, %zu MiB for the %d ranks on "
+                      "this node, but %zu MiB are available; lower -m MAX",
+                      max_bytes, (2 * alloc_bytes) >> 20, need >> 20, node_ranks, avail >> 20);
+        return plain_error(msg, 2);
+    }
+    void* buf_a = nullptr;
+    void* buf_b = nullptr;
+    const size_t a_bytes = o.in_place ? alloc_bytes : send_bytes;
+    bool alloc_failed = posix_memalign(&buf_a, 4096, std::max<size_t>(a_bytes, 64)) != 0;
+    if (!o.in_place && !alloc_failed)
+        alloc_failed = posix_memalign(&buf_b, 4096, std::max<size_t>(recv_bytes, 64)) != 0;
+    if (any_rank(alloc_failed)) {
+        std::free(buf_a);
+        std::free(buf_b);
+        return plain_error("cannot allocate " + std::to_string(alloc_bytes) + " bytes of buffers; lower -m MAX", 2);
+    }
+    std::memset(buf_a, 0, a_bytes);
+    if (buf_b) std::memset(buf_b, 0, recv_bytes);
+
+    RunInfo info;
+    info.collective = coll->name;
+    info.title = coll->title;
+    info.datatype = type.name;
+    info.op = o.op->name;
+    info.device = o.device;
+    info.hostname = host_name();
+    info.date = now_iso8601();
+    info.ranks = w.size;
+    info.root = coll->has_root ? o.root : -1;
+    info.in_place = o.in_place;
+    info.uses_op = coll->uses_op;
+    info.full = o.full;
+    info.validate = o.validate;
+    info.compare_mpi = o.compare_mpi;
+    Report report(info);
+    int file_ok = 1;
+    if (root_prints && !report.open(o.csv_path, o.json_path, err)) file_ok = 0;
+    MPI_Bcast(&file_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!file_ok) {
+        std::free(buf_a);
+        std::free(buf_b);
+        return plain_error(err, 2);
+    }
+
+    // The self-test switch is the benchmark's own: read it, then hide it from
+    // the library, which reports CHORUS_* variables it does not know.
+    const char* corrupt_env = std::getenv("CHORUS_BENCH_CORRUPT");
+    const bool corrupt = corrupt_env && *corrupt_env && std::strcmp(corrupt_env, "0") != 0;
+    unsetenv("CHORUS_BENCH_CORRUPT");
+    chorus_comm_t comm = nullptr;
+    check_chorus(chorus_comm_create(MPI_COMM_WORLD, &comm), "chorus_comm_create", 0, nullptr, w.rank);
+    const bool mpi_type_ok = type.mpi != MPI_DATATYPE_NULL && (!coll->uses_op || o.op->mpi != MPI_OP_NULL);
+    const int checker = coll->kind == Kind::kReduce ? o.root : 0;
+    const int n = w.size;
+    bool any_fail = false;
+
+    if (root_prints) report.print_header();
+    for (const size_t bytes : sizes) {
+        const Layout l = layout_for(coll->kind, bytes, elem, n);
+        unsigned char* a = static_cast<unsigned char*>(buf_a);
+        Call c;
+        c.count = l.count;
+        c.type = &type;
+        c.op = o.op;
+        c.root = o.root;
+        c.rank = w.rank;
+        c.in_place = o.in_place;
+        c.comm = comm;
+        if (!o.in_place) {
+            c.send = buf_a;
+            c.recv = buf_b;
+        } else if (coll->kind == Kind::kAllgather) {
+            c.send = a + static_cast<size_t>(w.rank) * l.count * elem;
+            c.recv = a;
+        } else {
+            c.send = c.recv = a;
+        }
+        void* send_w = const_cast<void*>(c.send);
+        fill_input(type, o.op->op, w.rank, n, 0, send_w, l.send_elems);
+
+        const bool with_mpi = o.compare_mpi && mpi_type_ok && l.recv_elems <= 0x7fffffff &&
+                              l.send_elems <= 0x7fffffff;
+        const int iters = o.iterations > 0 ? o.iterations
+                          : bytes <= 8192  ? 1000
+                                           : static_cast<int>(std::clamp<size_t>((size_t{1} << 30) / bytes, 10, 100));
+        const int warmup = o.warmup >= 0 ? o.warmup : bytes <= 8192 ? 100 : std::max(2, iters / 10);
+        auto run_chorus = [&] { check_chorus(coll->chorus(c), coll->symbol, bytes, comm, w.rank); };
+        auto run_mpi = [&] { coll->mpi(c); };
+
+        time_calls(warmup, run_chorus);
+        if (with_mpi) time_calls(warmup, run_mpi);
+        const int blocks = with_mpi ? std::min(iters, 4) : 1;
+        double t_chorus = 0, t_mpi = 0;
+        for (int b = 0; b < blocks; ++b) {
+            const int k = iters * (b + 1) / blocks - iters * b / blocks;
+            t_chorus += time_calls(k, run_chorus);
+            if (with_mpi) t_mpi += time_calls(k, run_mpi);
+        }
+        const double lat = t_chorus * 1e6 / iters, mpi_lat = t_mpi * 1e6 / iters;
+        double lat_min = 0, lat_max = 0, lat_sum = 0, mpi_sum = 0;
+        MPI_Reduce(&lat, &lat_min, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&lat, &lat_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&lat, &lat_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&mpi_lat, &mpi_sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+
+        Verdict verdict = Verdict::kNotChecked;
+        if (o.validate) {
+            // Poison the output, then write the input (which, in place, may
+            // overwrite part of the poisoned region).
+            std::memset(c.recv, 0xA5, l.recv_elems * elem);
+            if (coll->kind != Kind::kBcast)
+                fill_input(type, o.op->op, w.rank, n, 0, send_w, l.send_elems);
+            else if (w.rank == o.root)
+                fill_input(type, o.op->op, o.root, n, 0, send_w, l.send_elems);
+            MPI_Barrier(MPI_COMM_WORLD);
+            run_chorus();
+            const bool checked = coll->kind != Kind::kReduce || w.rank == o.root;
+            unsigned char* out = static_cast<unsigned char*>(c.recv);
+            if (corrupt && checked && w.rank == checker) out[(l.recv_elems / 2) * elem] ^= 0xFF;
+            size_t bad = 0;
+            if (checked) {
+                switch (coll->kind) {
+                    case Kind::kBcast: bad = check_copied(type, o.op->op, o.root, n, 0, out, l.count); break;
+                    case Kind::kReduceScatter:
+                        bad = check_reduced(type, o.op->op, n, static_cast<size_t>(w.rank) * l.count, out, l.count);
+                        break;
+                    case Kind::kAllgather:
+                        for (int r = 0; r < n; ++r)
+                            bad += check_copied(type, o.op->op, r, n, 0, out + static_cast<size_t>(r) * l.count * elem,
+                                                l.count);
+                        break;
+                    default: bad = check_reduced(type, o.op->op, n, 0, out, l.count); break;
+                }
+            }
+            const bool failed = any_rank(bad > 0);
+            any_fail = any_fail || failed;
+            verdict = failed ? Verdict::kFail : Verdict::kPass;
+        }
+
+        if (root_prints) {
+            Row r;
+            r.bytes = bytes;
+            r.iterations = iters;
+            r.avg_us = lat_sum / n;
+            r.min_us = lat_min;
+            r.max_us = lat_max;
+            const double factor = bus_factor(coll->kind, n);
+            r.algbw_gbs = r.avg_us > 0 ? static_cast<double>(l.nccl_bytes) / r.avg_us / 1e3 : 0;
+            r.busbw_gbs = r.algbw_gbs * factor;
+            r.has_mpi = with_mpi;
+            if (with_mpi) {
+                r.mpi_avg_us = mpi_sum / n;
+                r.mpi_busbw_gbs = r.mpi_avg_us > 0 ? static_cast<double>(l.nccl_bytes) / r.mpi_avg_us / 1e3 * factor : 0;
+                r.speedup = r.avg_us > 0 ? r.mpi_avg_us / r.avg_us : 0;
+            }
+            r.verdict = verdict;
+            report.add(r);
+        }
+    }
+
+    check_chorus(chorus_comm_destroy(comm), "chorus_comm_destroy", 0, nullptr, w.rank);
+    std::free(buf_a);
+    std::free(buf_b);
+    int status = any_fail ? 1 : 0;
+    if (root_prints && !report.finish(err)) {
+        std::fprintf(stderr, "%s: %s\n", prog, err.c_str());
+        status = 1;
+    }
+    MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    MPI_Init(&argc, &argv);
+    World w;
+    MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+    const int status = main_impl(argc, argv, w);
+    MPI_Finalize();
+    return status;
+}

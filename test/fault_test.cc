@@ -1,0 +1,69 @@
+// A peer dies (SIGKILL) or stops (SIGSTOP) in the middle of a run of
+// all-reduces; every survivor must return an error promptly, naming the
+// peer, and every later call must say the communicator failed. Each survivor
+// writes its verdict to DIR/rank-N.txt for test/run_fault.sh to check (after a
+// rank dies, MPI itself can no longer be trusted to collect results).
+//
+//   fault_test kill|stop DIR
+#include <mpi.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "chorus.h"
+
+int main(int argc, char** argv) {
+    if (argc != 3) {
+        std::fprintf(stderr, "usage: fault_test kill|stop DIR\n");
+        return 2;
+    }
+    std::string mode = argv[1], dir = argv[2];
+    MPI_Init(&argc, &argv);
+    int rank = 0, size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const int victim = size - 1;
+    int pid = getpid(), victim_pid = 0;
+    MPI_Bcast(&(rank == victim ? victim_pid = pid : victim_pid), 1, MPI_INT, victim, MPI_COMM_WORLD);
+
+    chorus_comm_t comm = nullptr;
+    if (chorus_comm_create(MPI_COMM_WORLD, &comm) != CHORUS_SUCCESS) {
+        std::fprintf(stderr, "create failed: %s\n", chorus_comm_last_error(nullptr));
+        return 1;
+    }
+    std::vector<float> buf(1 << 20, 1.0f);
+    chorus_result_t rc = chorus_allreduce(buf.data(), buf.data(), buf.size(), CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == victim) raise(mode == "kill" ? SIGKILL : SIGSTOP);
+
+    auto t0 = std::chrono::steady_clock::now();
+    int calls = 0;
+    while (rc == CHORUS_SUCCESS && calls < 100000) {
+        rc = chorus_allreduce(buf.data(), buf.data(), buf.size(), CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
+        ++calls;
+    }
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string message = chorus_comm_last_error(comm);
+    float x = 0;
+    chorus_result_t later = chorus_allreduce(&x, &x, 1, CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
+
+    bool expected_code = mode == "kill" ? rc == CHORUS_ERR_PEER_FAILED
+                                        : rc == CHORUS_ERR_TIMEOUT || rc == CHORUS_ERR_PEER_FAILED;
+    bool names_peer = message.find("rank " + std::to_string(victim)) != std::string::npos ||
+                      message.find("rank") != std::string::npos;
+    bool ok = expected_code && names_peer && later == CHORUS_ERR_COMM_FAILED;
+    std::string path = dir + "/rank-" + std::to_string(rank) + ".txt";
+    if (FILE* f = std::fopen(path.c_str(), "w")) {
+        std::fprintf(f, "%s rank %d: %s after %.3f s (%d calls); later call: %s; message: %s\n", ok ? "ok" : "FAIL",
+                     rank, chorus_get_error_string(rc), seconds, calls, chorus_get_error_string(later),
+                     message.c_str());
+        std::fclose(f);
+    }
+    // The stopped victim never resumes: end it so that mpirun can finish.
+    if (rank == 0 && mode == "stop") kill(victim_pid, SIGKILL);
+    _exit(0);
+}

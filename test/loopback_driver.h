@@ -1,0 +1,76 @@
+// Runs N ranks of Chorus inside one process over the loopback transport:
+// one thread progresses every rank's operation in turn until all finish.
+// Because loopback transfers complete synchronously, a full round in which no
+// rank completes a step is a deadlock, reported with every rank's pending
+// transfers instead of hanging the test.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "communicator.h"
+#include "net/loopback_transport.h"
+
+namespace test {
+
+struct LoopbackGroup {
+    std::shared_ptr<chorus::net::LoopbackHub> hub;
+    std::vector<std::unique_ptr<chorus::Communicator>> comms;
+
+    LoopbackGroup(int n, const chorus::Config& config, bool rendezvous = false)
+        : hub(std::make_shared<chorus::net::LoopbackHub>(n, rendezvous)) {
+        for (int r = 0; r < n; ++r)
+            comms.push_back(std::make_unique<chorus::Communicator>(
+                std::make_unique<chorus::net::LoopbackTransport>(hub, r), config));
+    }
+    int size() const { return static_cast<int>(comms.size()); }
+
+    // Start `args` on every rank with that rank's buffers and drive all of
+    // them to completion. Returns each rank's result; `error` collects the
+    // failure messages (and the deadlock report, if any).
+    std::vector<chorus_result_t> run(const chorus::coll::CollArgs& args, const std::vector<const void*>& send,
+                                     const std::vector<void*>& recv, std::string* error = nullptr) {
+        int n = size();
+        std::vector<chorus::Operation*> ops(n);
+        std::vector<chorus_result_t> rc(n, CHORUS_SUCCESS);
+        for (int r = 0; r < n; ++r) ops[r] = comms[r]->start(args, send[r], recv[r]);
+        size_t last_total = ~size_t(0);
+        for (;;) {
+            bool all = true;
+            size_t total = 0;
+            for (int r = 0; r < n; ++r) {
+                if (!ops[r]) continue;
+                bool done = comms[r]->progress(ops[r]);
+                total += ops[r]->executor->completed();
+                all = all && done;
+            }
+            if (all) break;
+            if (total == last_total) {
+                std::string report = "deadlock:";
+                for (int r = 0; r < n; ++r)
+                    if (!ops[r]->finished) report += chorus::cat(" [rank ", r, ": ", ops[r]->executor->pending_summary(), "]");
+                if (error) *error += report;
+                for (int r = 0; r < n; ++r) {
+                    if (ops[r]->finished) {
+                        rc[r] = comms[r]->release(ops[r]);
+                    } else {
+                        ops[r]->executor->abort();
+                        rc[r] = CHORUS_ERR_INTERNAL;
+                        ops[r]->finished = true;
+                        comms[r]->release(ops[r]);
+                    }
+                }
+                return rc;
+            }
+            last_total = total;
+        }
+        for (int r = 0; r < n; ++r) {
+            rc[r] = comms[r]->release(ops[r]);
+            if (rc[r] != CHORUS_SUCCESS && error) *error += chorus::cat(" [rank ", r, ": ", comms[r]->last_error(), "]");
+        }
+        return rc;
+    }
+};
+
+}  // namespace test

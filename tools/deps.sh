@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install what Chorus needs from Debian's packages, if anything is missing.
+# Run as root (or with sudo available) on Debian 12.
+set -euo pipefail
+pkgs=(g++ meson ninja-build pkg-config libopenmpi-dev openmpi-bin libucx-dev catch2 python3 python3-matplotlib)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
