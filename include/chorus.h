@@ -82,19 +82,32 @@ typedef enum {
 #define CHORUS_NUM_DATATYPES 12
 
 /* Reduction operators.
+ * SUM, PROD, MIN, MAX and AVG work on every datatype.
  * MIN and MAX on floating types follow fmin/fmax: a NaN loses to a number.
  * AVG is the SUM divided by the number of ranks, computed once on the sum:
  * for floating types the quotient is rounded to nearest even; for integer
- * types it is C integer division (truncation toward zero) of the wrapped sum. */
+ * types it is C integer division (truncation toward zero) of the wrapped sum.
+ * The bitwise (BAND, BOR, BXOR) and logical (LAND, LOR, LXOR) operators work
+ * on the integer types only; a floating datatype with one of them is
+ * rejected with CHORUS_ERR_UNSUPPORTED. Bitwise operators act on the bits
+ * (C's &, |, ^). Logical operators treat any non-zero element as true and
+ * give 0 or 1, like C's &&, || and != applied to (x != 0). As for every
+ * operator, a reduction over a single rank returns that rank's input as is. */
 typedef enum {
     CHORUS_SUM = 0,
     CHORUS_PROD = 1,
     CHORUS_MIN = 2,
     CHORUS_MAX = 3,
-    CHORUS_AVG = 4
+    CHORUS_AVG = 4,
+    CHORUS_BAND = 5,
+    CHORUS_BOR = 6,
+    CHORUS_BXOR = 7,
+    CHORUS_LAND = 8,
+    CHORUS_LOR = 9,
+    CHORUS_LXOR = 10
 } chorus_op_t;
 
-#define CHORUS_NUM_OPS 5
+#define CHORUS_NUM_OPS 11
 
 typedef struct chorus_comm* chorus_comm_t;
 typedef struct chorus_request* chorus_request_t;

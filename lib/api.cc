@@ -108,6 +108,15 @@ chorus_result_t check_common(Communicator* c, const char* fn, int dtype, int op,
     if (!chorus::datatype_valid(dtype))
         return invalid(c, chorus::cat(fn, ": datatype ", dtype, " is not a chorus_datatype_t"));
     if (has_op && !chorus::op_valid(op)) return invalid(c, chorus::cat(fn, ": op ", op, " is not a chorus_op_t"));
+    if (has_op && !chorus::op_supported(static_cast<chorus_datatype_t>(dtype), static_cast<chorus_op_t>(op))) {
+        std::string message = chorus::cat(fn, ": op ", chorus::op_name(static_cast<chorus_op_t>(op)),
+                                          " is not defined on datatype ",
+                                          chorus::datatype_name(static_cast<chorus_datatype_t>(dtype)),
+                                          " (bitwise and logical ops take integer types only)");
+        c->last_error() = message;
+        t_last_error = message;
+        return CHORUS_ERR_UNSUPPORTED;
+    }
     if (c->failed()) {
         c->last_error() = chorus::cat(fn, ": communicator failed earlier: ", c->failure());
         return CHORUS_ERR_COMM_FAILED;

@@ -224,8 +224,16 @@ bool Communicator::progress(Operation* target) {
 }
 
 void Communicator::check_timeouts() {
-    if (config_.timeout_ms == 0) return;
     auto now = std::chrono::steady_clock::now();
+    // After a quarter second without progress, look for dead peers.
+    if (now - last_peer_check_ > std::chrono::milliseconds(250)) {
+        last_peer_check_ = now;
+        bool stalled = false;
+        for (auto& op : ops_)
+            stalled = stalled || (!op->finished && now - op->last_change > std::chrono::milliseconds(250));
+        if (stalled) transport_->check_peers();
+    }
+    if (config_.timeout_ms == 0) return;
     for (auto& op : ops_) {
         if (op->finished) continue;
         auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - op->last_change).count();

@@ -89,6 +89,7 @@ private:
     std::unordered_map<std::string, std::shared_ptr<const Schedule>> schedules_;
     uint64_t next_seq_ = 0;
     unsigned idle_polls_ = 0;
+    std::chrono::steady_clock::time_point last_peer_check_;
     bool failed_ = false;
     std::string failure_;
     std::string last_error_;

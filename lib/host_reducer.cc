@@ -10,6 +10,7 @@
 #include "host_reducer.h"
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "half.h"
 #include "ops.h"
@@ -105,55 +106,80 @@ struct ReduceKernels {
         loop_divide<T>(static_cast<T*>(d), n, k);                    \
     }
 
-CHORUS_TYPE_KERNELS(i8, int8_t)
-CHORUS_TYPE_KERNELS(u8, uint8_t)
-CHORUS_TYPE_KERNELS(i16, int16_t)
-CHORUS_TYPE_KERNELS(u16, uint16_t)
-CHORUS_TYPE_KERNELS(i32, int32_t)
-CHORUS_TYPE_KERNELS(u32, uint32_t)
-CHORUS_TYPE_KERNELS(i64, int64_t)
-CHORUS_TYPE_KERNELS(u64, uint64_t)
+// Integer types also get the bitwise and logical operators.
+#define CHORUS_INT_TYPE_KERNELS(TN, T)        \
+    CHORUS_TYPE_KERNELS(TN, T)                \
+    CHORUS_REDUCE_KERNELS(TN##_band, T, OpBand) \
+    CHORUS_REDUCE_KERNELS(TN##_bor, T, OpBor)   \
+    CHORUS_REDUCE_KERNELS(TN##_bxor, T, OpBxor) \
+    CHORUS_REDUCE_KERNELS(TN##_land, T, OpLand) \
+    CHORUS_REDUCE_KERNELS(TN##_lor, T, OpLor)   \
+    CHORUS_REDUCE_KERNELS(TN##_lxor, T, OpLxor)
+
+CHORUS_INT_TYPE_KERNELS(i8, int8_t)
+CHORUS_INT_TYPE_KERNELS(u8, uint8_t)
+CHORUS_INT_TYPE_KERNELS(i16, int16_t)
+CHORUS_INT_TYPE_KERNELS(u16, uint16_t)
+CHORUS_INT_TYPE_KERNELS(i32, int32_t)
+CHORUS_INT_TYPE_KERNELS(u32, uint32_t)
+CHORUS_INT_TYPE_KERNELS(i64, int64_t)
+CHORUS_INT_TYPE_KERNELS(u64, uint64_t)
 CHORUS_TYPE_KERNELS(f16, Half)
 CHORUS_TYPE_KERNELS(bf16, BFloat16)
 CHORUS_TYPE_KERNELS(f32, float)
 CHORUS_TYPE_KERNELS(f64, double)
 
+#undef CHORUS_INT_TYPE_KERNELS
 #undef CHORUS_TYPE_KERNELS
 #undef CHORUS_REDUCE_KERNELS
+
+constexpr int kNumSlots = 10;  // sum, prod, min, max, band, bor, bxor, land, lor, lxor
 
 struct TypeEntry {
     const char* name;
     size_t size;
-    ReduceKernels ops[4];  // indexed by op_slot()
+    bool integer;
+    ReduceKernels ops[kNumSlots];  // indexed by op_slot(); empty for ops the type lacks
     DivideFn divide;
 };
 
-#define CHORUS_TYPE_ENTRY(TN, NAME, T) \
-    { NAME, sizeof(T), {TN##_sum, TN##_prod, TN##_min, TN##_max}, TN##_divide }
+#define CHORUS_INT_ENTRY(TN, NAME, T)                                                                    \
+    {                                                                                                    \
+        NAME, sizeof(T), true,                                                                           \
+            {TN##_sum, TN##_prod, TN##_min, TN##_max, TN##_band, TN##_bor, TN##_bxor, TN##_land, TN##_lor, \
+             TN##_lxor},                                                                                 \
+            TN##_divide                                                                                  \
+    }
+#define CHORUS_FLOAT_ENTRY(TN, NAME, T) \
+    { NAME, sizeof(T), false, {TN##_sum, TN##_prod, TN##_min, TN##_max}, TN##_divide }
 
 // Indexed by chorus_datatype_t.
 const TypeEntry kTypes[CHORUS_NUM_DATATYPES] = {
-    CHORUS_TYPE_ENTRY(i8, "int8", int8_t),    CHORUS_TYPE_ENTRY(u8, "uint8", uint8_t),
-    CHORUS_TYPE_ENTRY(i16, "int16", int16_t), CHORUS_TYPE_ENTRY(u16, "uint16", uint16_t),
-    CHORUS_TYPE_ENTRY(i32, "int32", int32_t), CHORUS_TYPE_ENTRY(u32, "uint32", uint32_t),
-    CHORUS_TYPE_ENTRY(i64, "int64", int64_t), CHORUS_TYPE_ENTRY(u64, "uint64", uint64_t),
-    CHORUS_TYPE_ENTRY(f16, "float16", Half),  CHORUS_TYPE_ENTRY(bf16, "bfloat16", BFloat16),
-    CHORUS_TYPE_ENTRY(f32, "float32", float), CHORUS_TYPE_ENTRY(f64, "float64", double),
+    CHORUS_INT_ENTRY(i8, "int8", int8_t),       CHORUS_INT_ENTRY(u8, "uint8", uint8_t),
+    CHORUS_INT_ENTRY(i16, "int16", int16_t),    CHORUS_INT_ENTRY(u16, "uint16", uint16_t),
+    CHORUS_INT_ENTRY(i32, "int32", int32_t),    CHORUS_INT_ENTRY(u32, "uint32", uint32_t),
+    CHORUS_INT_ENTRY(i64, "int64", int64_t),    CHORUS_INT_ENTRY(u64, "uint64", uint64_t),
+    CHORUS_FLOAT_ENTRY(f16, "float16", Half),   CHORUS_FLOAT_ENTRY(bf16, "bfloat16", BFloat16),
+    CHORUS_FLOAT_ENTRY(f32, "float32", float),  CHORUS_FLOAT_ENTRY(f64, "float64", double),
 };
 
-#undef CHORUS_TYPE_ENTRY
+#undef CHORUS_INT_ENTRY
+#undef CHORUS_FLOAT_ENTRY
 
 static_assert(CHORUS_INT8 == 0 && CHORUS_UINT8 == 1 && CHORUS_INT16 == 2 && CHORUS_UINT16 == 3 && CHORUS_INT32 == 4 &&
                   CHORUS_UINT32 == 5 && CHORUS_INT64 == 6 && CHORUS_UINT64 == 7 && CHORUS_FLOAT16 == 8 &&
                   CHORUS_BFLOAT16 == 9 && CHORUS_FLOAT32 == 10 && CHORUS_FLOAT64 == 11 && CHORUS_NUM_DATATYPES == 12,
               "kTypes is indexed by chorus_datatype_t");
 static_assert(CHORUS_SUM == 0 && CHORUS_PROD == 1 && CHORUS_MIN == 2 && CHORUS_MAX == 3 && CHORUS_AVG == 4 &&
-                  CHORUS_NUM_OPS == 5,
+                  CHORUS_BAND == 5 && CHORUS_BOR == 6 && CHORUS_BXOR == 7 && CHORUS_LAND == 8 && CHORUS_LOR == 9 &&
+                  CHORUS_LXOR == 10 && CHORUS_NUM_OPS == 11,
               "op_slot assumes the chorus_op_t values");
 
-// AVG reduces as SUM; the others map to themselves.
+// AVG reduces as SUM; the ops before it map to themselves, the ones after it
+// close the gap.
 inline int op_slot(chorus_op_t op) {
-    return op == CHORUS_AVG ? 0 : static_cast<int>(op);
+    if (op == CHORUS_AVG) return 0;
+    return op < CHORUS_AVG ? static_cast<int>(op) : static_cast<int>(op) - 1;
 }
 
 // ---------------------------------------------------------------------------
@@ -224,6 +250,7 @@ void host_reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a,
     if (count == 0) return;
     const TypeEntry& type = kTypes[dt];
     const ReduceKernels& k = type.ops[op_slot(op)];
+    if (!k.separate) std::abort();  // an unsupported pair: callers check op_supported first
     if (dst == a) {
         if (dst == b)
             k.dst_is_both(dst, a, b, count);
@@ -263,6 +290,12 @@ const char* op_name(chorus_op_t op) {
         case CHORUS_MIN: return "min";
         case CHORUS_MAX: return "max";
         case CHORUS_AVG: return "avg";
+        case CHORUS_BAND: return "band";
+        case CHORUS_BOR: return "bor";
+        case CHORUS_BXOR: return "bxor";
+        case CHORUS_LAND: return "land";
+        case CHORUS_LOR: return "lor";
+        case CHORUS_LXOR: return "lxor";
     }
     return "invalid";
 }
@@ -273,6 +306,11 @@ bool datatype_valid(int dt) {
 
 bool op_valid(int op) {
     return op >= 0 && op < CHORUS_NUM_OPS;
+}
+
+bool op_supported(chorus_datatype_t dt, chorus_op_t op) {
+    if (!datatype_valid(dt) || !op_valid(op)) return false;
+    return op <= CHORUS_AVG || kTypes[dt].integer;
 }
 
 }  // namespace chorus

@@ -9,7 +9,7 @@ namespace chorus {
 
 // dst[i] = a[i] op b[i] for i < count. dst may be the same buffer as a or b
 // (or both), but must not partially overlap either. AVG reduces as SUM.
-// dt and op must already be valid (see datatype_valid / op_valid).
+// dt and op must already be valid and supported together (op_supported).
 // An out-of-place result of 8 MiB or more is written with non-temporal
 // (cache-bypassing) stores; smaller results, and in-place ones, stay cached.
 void host_reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count);
@@ -26,10 +26,16 @@ size_t datatype_size(chorus_datatype_t dt);
 // "invalid" for anything else.
 const char* datatype_name(chorus_datatype_t dt);
 
-// "sum", "prod", "min", "max", "avg"; "invalid" for anything else.
+// "sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "land", "lor",
+// "lxor"; "invalid" for anything else.
 const char* op_name(chorus_op_t op);
 
 bool datatype_valid(int dt);
 bool op_valid(int op);
+
+// Whether `op` is defined on `dt`: SUM, PROD, MIN, MAX and AVG on every
+// datatype; the bitwise and logical operators on integer types only. False
+// when either is invalid.
+bool op_supported(chorus_datatype_t dt, chorus_op_t op);
 
 }  // namespace chorus

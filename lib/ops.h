@@ -10,6 +10,9 @@
 //  - Half and BFloat16 are widened to float, combined, and rounded back to
 //    nearest even: one rounding per operation.
 //  - AVG reduces as SUM; the division happens once at the end (divide_elem).
+//  - Bitwise (BAND, BOR, BXOR) and logical (LAND, LOR, LXOR) operators are
+//    defined for integer types only. Logical ones read any non-zero value as
+//    true and give 0 or 1.
 #pragma once
 
 #include <cstdint>
@@ -108,6 +111,54 @@ struct OpMax {
     }
 };
 
+struct OpBand {
+    template <typename C>
+    CHORUS_HD CHORUS_INLINE static C calc(C a, C b) {
+        static_assert(std::is_integral<C>::value, "bitwise operators take integer types");
+        return static_cast<C>(a & b);
+    }
+};
+
+struct OpBor {
+    template <typename C>
+    CHORUS_HD CHORUS_INLINE static C calc(C a, C b) {
+        static_assert(std::is_integral<C>::value, "bitwise operators take integer types");
+        return static_cast<C>(a | b);
+    }
+};
+
+struct OpBxor {
+    template <typename C>
+    CHORUS_HD CHORUS_INLINE static C calc(C a, C b) {
+        static_assert(std::is_integral<C>::value, "bitwise operators take integer types");
+        return static_cast<C>(a ^ b);
+    }
+};
+
+struct OpLand {
+    template <typename C>
+    CHORUS_HD CHORUS_INLINE static C calc(C a, C b) {
+        static_assert(std::is_integral<C>::value, "logical operators take integer types");
+        return static_cast<C>((a != 0) & (b != 0));
+    }
+};
+
+struct OpLor {
+    template <typename C>
+    CHORUS_HD CHORUS_INLINE static C calc(C a, C b) {
+        static_assert(std::is_integral<C>::value, "logical operators take integer types");
+        return static_cast<C>((a != 0) | (b != 0));
+    }
+};
+
+struct OpLxor {
+    template <typename C>
+    CHORUS_HD CHORUS_INLINE static C calc(C a, C b) {
+        static_assert(std::is_integral<C>::value, "logical operators take integer types");
+        return static_cast<C>((a != 0) ^ (b != 0));
+    }
+};
+
 // The operator type for each chorus_op_t. AVG reduces as SUM.
 template <chorus_op_t OP>
 struct OpFor;
@@ -130,6 +181,30 @@ struct OpFor<CHORUS_MAX> {
 template <>
 struct OpFor<CHORUS_AVG> {
     using type = OpSum;
+};
+template <>
+struct OpFor<CHORUS_BAND> {
+    using type = OpBand;
+};
+template <>
+struct OpFor<CHORUS_BOR> {
+    using type = OpBor;
+};
+template <>
+struct OpFor<CHORUS_BXOR> {
+    using type = OpBxor;
+};
+template <>
+struct OpFor<CHORUS_LAND> {
+    using type = OpLand;
+};
+template <>
+struct OpFor<CHORUS_LOR> {
+    using type = OpLor;
+};
+template <>
+struct OpFor<CHORUS_LXOR> {
+    using type = OpLxor;
 };
 
 // a op b for stored elements of type T.

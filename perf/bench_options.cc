@@ -53,9 +53,12 @@ bool parse_size(const std::string& text, size_t& out) {
     unsigned shift = 0;
     if (i < text.size()) {
         switch (text[i]) {
-            case 'k': case 'K': shift = 10; break;
-            case 'm': case 'M': shift = 20; break;
-            case 'g': case 'G': shift = 30; break;
+            case 'k':
+            case 'K': shift = 10; break;
+            case 'm':
+            case 'M': shift = 20; break;
+            case 'g':
+            case 'G': shift = 30; break;
             default: return false;
         }
         if (++i != text.size()) return false;
@@ -67,48 +70,48 @@ bool parse_size(const std::string& text, size_t& out) {
 
 void print_usage(FILE* out, const char* prog) {
     std::fprintf(out,
-        "Usage: mpirun -np N %s COLLECTIVE [options]\n"
-        "OSU-style latency benchmark of Chorus collectives, compared with the MPI library's.\n"
-        "\n"
-        "COLLECTIVE: allreduce | bcast | reduce | reduce_scatter | allgather\n"
-        "\n"
-        "Options:\n"
-        "  -d, --accelerator TYPE  buffer location: host (default) or cuda\n"
-        "  -m, --message-size [MIN:]MAX\n"
-        "                          message sizes in bytes, doubling from MIN to MAX;\n"
-        "                          suffixes K, M, G (binary); default 1:1M\n"
-        "                          (allreduce, bcast, reduce: the message; reduce_scatter:\n"
-        "                          the total input; allgather: what each rank sends)\n"
-        "  -i, --iterations N      timed iterations per size (default 1000 up to 8K,\n"
-        "                          then fewer as messages grow, at least 10)\n"
-        "  -x, --warmup N          untimed warm-up iterations per size\n"
-        "  -c, --validation        check every output element (Pass/Fail column); the\n"
-        "                          exit status is 1 when any check fails\n"
-        "  -f, --full              also print min and max latency across ranks and the\n"
-        "                          iteration count\n"
-        "  -T, --type TYPE         datatype (default float32), one of:\n"
-        "                          %s\n"
-        "  -o, --op OP             reduction: %s (default sum)\n"
-        "  -l, --in-place          in place: sendbuf == recvbuf (allgather: sendbuf is\n"
-        "                          this rank's block of recvbuf)\n"
-        "  -k, --root RANK         root of bcast and reduce (default 0)\n"
-        "      --no-mpi            skip the comparison with the MPI library's collective\n"
-        "      --csv FILE          also write the results as CSV\n"
-        "      --json FILE         also write the results as JSON\n"
-        "  -h, --help              this help\n"
-        "\n"
-        "Bandwidths follow nccl-tests: algbw = bytes / time, where bytes is the\n"
-        "message size (allgather: the gathered output, nranks x the -m size);\n"
-        "busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for reduce_scatter and\n"
-        "allgather, 1 for bcast and reduce. MPI/Chorus is MPI's average latency\n"
-        "divided by Chorus's (above 1: Chorus is faster).\n"
-        "\n"
-        "Self-test: CHORUS_BENCH_CORRUPT=1 in the environment makes one rank alter\n"
-        "one output element after each validation run, so that -c must report Fail\n"
-        "and exit with status 1.\n"
-        "\n"
-        "Exit status: 0 success, 1 validation failure or library error, 2 usage error.\n",
-        prog, type_names().c_str(), op_names().c_str());
+                 "Usage: mpirun -np N %s COLLECTIVE [options]\n"
+                 "OSU-style latency benchmark of Chorus collectives, compared with the MPI library's.\n"
+                 "\n"
+                 "COLLECTIVE: allreduce | bcast | reduce | reduce_scatter | allgather\n"
+                 "\n"
+                 "Options:\n"
+                 "  -d, --accelerator TYPE  buffer location: host (default) or cuda\n"
+                 "  -m, --message-size [MIN:]MAX\n"
+                 "                          message sizes in bytes, doubling from MIN to MAX;\n"
+                 "                          suffixes K, M, G (binary); default 1:1M\n"
+                 "                          (allreduce, bcast, reduce: the message; reduce_scatter:\n"
+                 "                          the total input; allgather: what each rank sends)\n"
+                 "  -i, --iterations N      timed iterations per size (default 1000 up to 8K,\n"
+                 "                          then fewer as messages grow, at least 10)\n"
+                 "  -x, --warmup N          untimed warm-up iterations per size\n"
+                 "  -c, --validation        check every output element (Pass/Fail column); the\n"
+                 "                          exit status is 1 when any check fails\n"
+                 "  -f, --full              also print min and max latency across ranks and the\n"
+                 "                          iteration count\n"
+                 "  -T, --type TYPE         datatype (default float32), one of:\n"
+                 "                          %s\n"
+                 "  -o, --op OP             reduction: %s (default sum)\n"
+                 "  -l, --in-place          in place: sendbuf == recvbuf (allgather: sendbuf is\n"
+                 "                          this rank's block of recvbuf)\n"
+                 "  -k, --root RANK         root of bcast and reduce (default 0)\n"
+                 "      --no-mpi            skip the comparison with the MPI library's collective\n"
+                 "      --csv FILE          also write the results as CSV\n"
+                 "      --json FILE         also write the results as JSON\n"
+                 "  -h, --help              this help\n"
+                 "\n"
+                 "Bandwidths follow nccl-tests: algbw = bytes / time, where bytes is the\n"
+                 "message size (allgather: the gathered output, nranks x the -m size);\n"
+                 "busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for reduce_scatter and\n"
+                 "allgather, 1 for bcast and reduce. MPI/Chorus is MPI's average latency\n"
+                 "divided by Chorus's (above 1: Chorus is faster).\n"
+                 "\n"
+                 "Self-test: CHORUS_BENCH_CORRUPT=1 in the environment makes one rank alter\n"
+                 "one output element after each validation run, so that -c must report Fail\n"
+                 "and exit with status 1.\n"
+                 "\n"
+                 "Exit status: 0 success, 1 validation failure or library error, 2 usage error.\n",
+                 prog, type_names().c_str(), op_names().c_str());
 }
 
 ParseStatus parse_options(int argc, char** argv, Options& o, std::string& error) {
@@ -169,12 +172,8 @@ ParseStatus parse_options(int argc, char** argv, Options& o, std::string& error)
             case kCsv: o.csv_path = optarg; break;
             case kJson: o.json_path = optarg; break;
             case 'h': return ParseStatus::kHelp;
-            case ':':
-                error = "option '" + option_text(argv) + "' needs an argument";
-                return ParseStatus::kError;
-            default:
-                error = "unknown option '" + option_text(argv) + "'";
-                return ParseStatus::kError;
+            case ':': error = "option '" + option_text(argv) + "' needs an argument"; return ParseStatus::kError;
+            default: error = "unknown option '" + option_text(argv) + "'"; return ParseStatus::kError;
         }
     }
     if (optind >= argc) {
@@ -199,8 +198,7 @@ ParseStatus parse_options(int argc, char** argv, Options& o, std::string& error)
         return ParseStatus::kError;
     }
     if (o.min_size > o.max_size) {
-        error = "message size MIN " + std::to_string(o.min_size) + " is larger than MAX " +
-                std::to_string(o.max_size);
+        error = "message size MIN " + std::to_string(o.min_size) + " is larger than MAX " + std::to_string(o.max_size);
         return ParseStatus::kError;
     }
     return ParseStatus::kRun;

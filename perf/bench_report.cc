@@ -126,8 +126,8 @@ void Report::add(const Row& r) {
     std::fflush(stdout);
 
     if (csv_) {
-        std::fprintf(csv_, "%s,%d,%zu,%s,%.3f,%.3f,%.3f,%.4f,%.4f,", info_.collective.c_str(), info_.ranks,
-                     r.bytes, info_.datatype.c_str(), r.avg_us, r.min_us, r.max_us, r.algbw_gbs, r.busbw_gbs);
+        std::fprintf(csv_, "%s,%d,%zu,%s,%.3f,%.3f,%.3f,%.4f,%.4f,", info_.collective.c_str(), info_.ranks, r.bytes,
+                     info_.datatype.c_str(), r.avg_us, r.min_us, r.max_us, r.algbw_gbs, r.busbw_gbs);
         if (r.has_mpi)
             std::fprintf(csv_, "%.3f,%.4f,%.3f,", r.mpi_avg_us, r.mpi_busbw_gbs, r.speedup);
         else

@@ -22,11 +22,8 @@ const TypeInfo kTypes[] = {
 };
 
 const OpInfo kOps[] = {
-    {"sum", CHORUS_SUM, MPI_SUM},
-    {"prod", CHORUS_PROD, MPI_PROD},
-    {"min", CHORUS_MIN, MPI_MIN},
-    {"max", CHORUS_MAX, MPI_MAX},
-    {"avg", CHORUS_AVG, MPI_OP_NULL},
+    {"sum", CHORUS_SUM, MPI_SUM}, {"prod", CHORUS_PROD, MPI_PROD},  {"min", CHORUS_MIN, MPI_MIN},
+    {"max", CHORUS_MAX, MPI_MAX}, {"avg", CHORUS_AVG, MPI_OP_NULL},
 };
 
 uint64_t mix(uint64_t x) {
@@ -36,9 +33,13 @@ uint64_t mix(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-uint64_t hash(int rank, size_t i) { return mix((static_cast<uint64_t>(rank) << 40) ^ mix(i)); }
+uint64_t hash(int rank, size_t i) {
+    return mix((static_cast<uint64_t>(rank) << 40) ^ mix(i));
+}
 
-uint64_t mask_of(size_t size) { return size == 8 ? ~0ull : (1ull << (8 * size)) - 1; }
+uint64_t mask_of(size_t size) {
+    return size == 8 ? ~0ull : (1ull << (8 * size)) - 1;
+}
 
 int64_t sign_extend(uint64_t v, size_t size) {
     const unsigned shift = 64 - 8 * static_cast<unsigned>(size);
@@ -207,26 +208,26 @@ uint16_t float_to_bf16(float f) {
     return static_cast<uint16_t>((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
 
-float bf16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
+float bf16_to_float(uint16_t h) {
+    return bits_float(static_cast<uint32_t>(h) << 16);
+}
 
-void fill_input(const TypeInfo& t, chorus_op_t op, int rank, int nranks, size_t first, void* buf,
-                size_t count) {
+void fill_input(const TypeInfo& t, chorus_op_t op, int rank, int nranks, size_t first, void* buf, size_t count) {
     for (size_t k = 0; k < count; ++k) store_bits(buf, k, t.size, input_bits(t, op, rank, nranks, first + k));
 }
 
-size_t check_reduced(const TypeInfo& t, chorus_op_t op, int nranks, size_t first, const void* buf,
-                     size_t count) {
+size_t check_reduced(const TypeInfo& t, chorus_op_t op, int nranks, size_t first, const void* buf, size_t count) {
     size_t bad = 0;
     for (size_t k = 0; k < count; ++k) {
-        const uint64_t want = t.is_float ? reduced_float(t, op, nranks, first + k)
-                                         : reduced_int(t, op, nranks, first + k);
+        const uint64_t want =
+            t.is_float ? reduced_float(t, op, nranks, first + k) : reduced_int(t, op, nranks, first + k);
         if (load_bits(buf, k, t.size) != (want & mask_of(t.size))) ++bad;
     }
     return bad;
 }
 
-size_t check_copied(const TypeInfo& t, chorus_op_t op, int src, int nranks, size_t first,
-                    const void* buf, size_t count) {
+size_t check_copied(const TypeInfo& t, chorus_op_t op, int src, int nranks, size_t first, const void* buf,
+                    size_t count) {
     size_t bad = 0;
     for (size_t k = 0; k < count; ++k)
         if (load_bits(buf, k, t.size) != input_bits(t, op, src, nranks, first + k)) ++bad;

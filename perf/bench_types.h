@@ -12,12 +12,12 @@
 // Comparison is bitwise.
 #pragma once
 
+#include <mpi.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
-
-#include <mpi.h>
 
 #include "chorus.h"
 
@@ -53,18 +53,16 @@ float bf16_to_float(uint16_t h);
 
 // Fill `count` elements of `buf` with what rank `rank` of `nranks`
 // contributes; `first` is the global index of buf[0].
-void fill_input(const TypeInfo& t, chorus_op_t op, int rank, int nranks, size_t first, void* buf,
-                size_t count);
+void fill_input(const TypeInfo& t, chorus_op_t op, int rank, int nranks, size_t first, void* buf, size_t count);
 
 // Check `count` elements of `buf` against the reduction with `op` over all
 // `nranks` ranks' inputs (global indices first, first+1, ...). Returns the
 // number of elements that differ bitwise.
-size_t check_reduced(const TypeInfo& t, chorus_op_t op, int nranks, size_t first, const void* buf,
-                     size_t count);
+size_t check_reduced(const TypeInfo& t, chorus_op_t op, int nranks, size_t first, const void* buf, size_t count);
 
 // Check `count` elements of `buf` against rank `src`'s input at global
 // indices first, first+1, ... (broadcast and all-gather results).
-size_t check_copied(const TypeInfo& t, chorus_op_t op, int src, int nranks, size_t first,
-                    const void* buf, size_t count);
+size_t check_copied(const TypeInfo& t, chorus_op_t op, int src, int nranks, size_t first, const void* buf,
+                    size_t count);
 
 }  // namespace bench

@@ -58,8 +58,8 @@ chorus_result_t chorus_allgather_call(const Call& c) {
 }
 
 int mpi_allreduce_call(const Call& c) {
-    return MPI_Allreduce(c.in_place ? MPI_IN_PLACE : c.send, c.recv, static_cast<int>(c.count), c.type->mpi,
-                         c.op->mpi, MPI_COMM_WORLD);
+    return MPI_Allreduce(c.in_place ? MPI_IN_PLACE : c.send, c.recv, static_cast<int>(c.count), c.type->mpi, c.op->mpi,
+                         MPI_COMM_WORLD);
 }
 
 int mpi_bcast_call(const Call& c) {
@@ -76,14 +76,12 @@ int mpi_reduce_scatter_call(const Call& c) {
     if (c.in_place)
         return MPI_Reduce_scatter_block(MPI_IN_PLACE, c.recv, static_cast<int>(c.count), c.type->mpi, c.op->mpi,
                                         MPI_COMM_WORLD);
-    return MPI_Reduce_scatter_block(c.send, c.recv, static_cast<int>(c.count), c.type->mpi, c.op->mpi,
-                                    MPI_COMM_WORLD);
+    return MPI_Reduce_scatter_block(c.send, c.recv, static_cast<int>(c.count), c.type->mpi, c.op->mpi, MPI_COMM_WORLD);
 }
 
 int mpi_allgather_call(const Call& c) {
     const int n = static_cast<int>(c.count);
-    if (c.in_place)
-        return MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c.recv, n, c.type->mpi, MPI_COMM_WORLD);
+    if (c.in_place) return MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, c.recv, n, c.type->mpi, MPI_COMM_WORLD);
     return MPI_Allgather(c.send, n, c.type->mpi, c.recv, n, c.type->mpi, MPI_COMM_WORLD);
 }
 
@@ -100,13 +98,14 @@ struct Collective {
 };
 
 const Collective kCollectives[] = {
-    {"allreduce", "Allreduce", "chorus_allreduce", Kind::kAllreduce, chorus_allreduce_call, mpi_allreduce_call,
-     true, false},
+    {"allreduce", "Allreduce", "chorus_allreduce", Kind::kAllreduce, chorus_allreduce_call, mpi_allreduce_call, true,
+     false},
     {"bcast", "Broadcast", "chorus_broadcast", Kind::kBcast, chorus_broadcast_call, mpi_bcast_call, false, true},
     {"reduce", "Reduce", "chorus_reduce", Kind::kReduce, chorus_reduce_call, mpi_reduce_call, true, true},
     {"reduce_scatter", "Reduce_scatter", "chorus_reduce_scatter", Kind::kReduceScatter, chorus_reduce_scatter_call,
      mpi_reduce_scatter_call, true, false},
-    {"allgather", "Allgather", "chorus_allgather", Kind::kAllgather, chorus_allgather_call, mpi_allgather_call, false, false},
+    {"allgather", "Allgather", "chorus_allgather", Kind::kAllgather, chorus_allgather_call, mpi_allgather_call, false,
+     false},
 };
 
 const Collective* find_collective(const std::string& name) {
@@ -226,14 +225,12 @@ int main_impl(int argc, char** argv, const World& w) {
     }
     const Collective* coll = find_collective(o.collective);
     if (!coll) return usage_error("unknown collective '" + o.collective + "'");
-    if (o.device == "cuda")
-        return plain_error("-d cuda: device buffers are not supported yet; use -d host", 2);
+    if (o.device == "cuda") return plain_error("-d cuda: device buffers are not supported yet; use -d host", 2);
     if (!coll->chorus)
-        return plain_error(std::string(coll->name) + ": " + coll->symbol +
-                               " is not available in this version of Chorus", 2);
+        return plain_error(
+            std::string(coll->name) + ": " + coll->symbol + " is not available in this version of Chorus", 2);
     if (o.root >= w.size)
-        return usage_error("root " + std::to_string(o.root) + " out of range (" + std::to_string(w.size) +
-                           " ranks)");
+        return usage_error("root " + std::to_string(o.root) + " out of range (" + std::to_string(w.size) + " ranks)");
 
     const TypeInfo& type = *o.type;
     const size_t elem = type.size;
@@ -348,8 +345,7 @@ int main_impl(int argc, char** argv, const World& w) {
         void* send_w = const_cast<void*>(c.send);
         fill_input(type, o.op->op, w.rank, n, 0, send_w, l.send_elems);
 
-        const bool with_mpi = o.compare_mpi && mpi_type_ok && l.recv_elems <= 0x7fffffff &&
-                              l.send_elems <= 0x7fffffff;
+        const bool with_mpi = o.compare_mpi && mpi_type_ok && l.recv_elems <= 0x7fffffff && l.send_elems <= 0x7fffffff;
         const int iters = o.iterations > 0 ? o.iterations
                           : bytes <= 8192  ? 1000
                                            : static_cast<int>(std::clamp<size_t>((size_t{1} << 30) / bytes, 10, 100));
@@ -420,7 +416,8 @@ int main_impl(int argc, char** argv, const World& w) {
             r.has_mpi = with_mpi;
             if (with_mpi) {
                 r.mpi_avg_us = mpi_sum / n;
-                r.mpi_busbw_gbs = r.mpi_avg_us > 0 ? static_cast<double>(l.nccl_bytes) / r.mpi_avg_us / 1e3 * factor : 0;
+                r.mpi_busbw_gbs =
+                    r.mpi_avg_us > 0 ? static_cast<double>(l.nccl_bytes) / r.mpi_avg_us / 1e3 * factor : 0;
                 r.speedup = r.avg_us > 0 ? r.mpi_avg_us / r.avg_us : 0;
             }
             r.verdict = verdict;

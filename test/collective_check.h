@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -143,10 +144,9 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c) {
         const std::vector<char>& buf = recv[r] == in[r].data() ? in[r] : out[r];
         bool reads_in_place = recv[r] == in[r].data();
         if (!reads_in_place) {
-            for (size_t b = out_count[r] * w; b < buf.size(); ++b) {
-                INFO("byte " << b << " of the receive buffer was written");
-                REQUIRE(buf[b] == poison);
-            }
+            auto first = std::find_if(buf.begin() + out_count[r] * w, buf.end(), [&](char b) { return b != poison; });
+            INFO("byte " << (first - buf.begin()) << " of the receive buffer was written");
+            REQUIRE(first == buf.end());
         } else {
             REQUIRE(buf.back() == poison);
         }

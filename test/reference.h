@@ -6,6 +6,13 @@
 // per element for PROD, arbitrary values for MIN and MAX. Integer inputs are
 // random over the whole range, so SUM and PROD wrap; the reference wraps with
 // modular arithmetic. Comparison is therefore bitwise.
+//
+// The bitwise and logical operators (integer types only) get random inputs
+// too, except that for the logical ones each element follows a pattern
+// chosen by its index, so that every outcome appears at any number of
+// ranks: every rank non-zero, every rank zero, exactly one rank zero, or
+// each rank zero with probability 1/2. Non-zero inputs are random bits
+// (often with a clear low bit), never just 1.
 #pragma once
 
 #include <cstdint>
@@ -76,6 +83,28 @@ inline double float_input(chorus_op_t op, int rank, int n, uint64_t seed, size_t
     }
 }
 
+inline bool is_logical(chorus_op_t op) {
+    return op == CHORUS_LAND || op == CHORUS_LOR || op == CHORUS_LXOR;
+}
+
+// The value rank `rank` of `n` contributes at element i, in the low `w`
+// bytes (integer types only).
+inline uint64_t int_input(chorus_op_t op, size_t w, int rank, int n, uint64_t seed, size_t i) {
+    uint64_t mask = w == 8 ? ~0ull : (1ull << (8 * w)) - 1;
+    uint64_t b = bits(seed, rank, i);
+    if (!is_logical(op)) return b & mask;
+    uint64_t nonzero = (b >> 8) & mask;
+    if (nonzero == 0) nonzero = mask & ~1ull;  // non-zero with a clear low bit
+    bool zero;
+    switch (i % 4) {
+        case 0: zero = false; break;
+        case 1: zero = true; break;
+        case 2: zero = static_cast<size_t>(rank) == (i / 4) % static_cast<size_t>(n); break;
+        default: zero = (b & 1) != 0; break;
+    }
+    return zero ? 0 : nonzero;
+}
+
 inline void fill_input(chorus_datatype_t dt, chorus_op_t op, int rank, int n, uint64_t seed, void* buf,
                        size_t count) {
     if (is_float(dt)) {
@@ -84,7 +113,7 @@ inline void fill_input(chorus_datatype_t dt, chorus_op_t op, int rank, int n, ui
     }
     size_t w = esize(dt);
     for (size_t i = 0; i < count; ++i) {
-        uint64_t v = bits(seed, rank, i);
+        uint64_t v = int_input(op, w, rank, n, seed, i);
         std::memcpy(static_cast<char*>(buf) + w * i, &v, w);  // little-endian truncation
     }
 }
@@ -128,13 +157,19 @@ inline void expected(chorus_datatype_t dt, chorus_op_t op, int n, uint64_t seed,
     for (size_t i = 0; i < count; ++i) {
         uint64_t acc = 0;
         for (int r = 0; r < n; ++r) {
-            uint64_t v = bits(seed, r, i) & mask;
-            if (r == 0) { acc = v; continue; }
+            uint64_t v = int_input(op, w, r, n, seed, i);
+            if (r == 0) { acc = v; continue; }  // one rank: its input as is, for every op
             switch (op) {
                 case CHORUS_SUM: case CHORUS_AVG: acc = (acc + v) & mask; break;
                 case CHORUS_PROD: acc = (acc * v) & mask; break;
                 case CHORUS_MIN: acc = (sign ? extend(v, w, true) < extend(acc, w, true) : v < acc) ? v : acc; break;
-                default: acc = (sign ? extend(v, w, true) > extend(acc, w, true) : v > acc) ? v : acc; break;
+                case CHORUS_MAX: acc = (sign ? extend(v, w, true) > extend(acc, w, true) : v > acc) ? v : acc; break;
+                case CHORUS_BAND: acc &= v; break;
+                case CHORUS_BOR: acc |= v; break;
+                case CHORUS_BXOR: acc ^= v; break;
+                case CHORUS_LAND: acc = (acc != 0 && v != 0) ? 1 : 0; break;
+                case CHORUS_LOR: acc = (acc != 0 || v != 0) ? 1 : 0; break;
+                case CHORUS_LXOR: acc = ((acc != 0) != (v != 0)) ? 1 : 0; break;
             }
         }
         if (op == CHORUS_AVG) {
@@ -158,6 +193,11 @@ inline long first_difference(const void* a, const void* b, size_t count, size_t 
 inline const chorus_datatype_t kAllTypes[] = {CHORUS_INT8,  CHORUS_UINT8,   CHORUS_INT16,    CHORUS_UINT16,
                                               CHORUS_INT32, CHORUS_UINT32,  CHORUS_INT64,    CHORUS_UINT64,
                                               CHORUS_FLOAT16, CHORUS_BFLOAT16, CHORUS_FLOAT32, CHORUS_FLOAT64};
+// The operators every datatype supports.
 inline const chorus_op_t kAllOps[] = {CHORUS_SUM, CHORUS_PROD, CHORUS_MIN, CHORUS_MAX, CHORUS_AVG};
+// The operators only the integer types support.
+inline const chorus_op_t kIntegerOps[] = {CHORUS_BAND, CHORUS_BOR, CHORUS_BXOR, CHORUS_LAND, CHORUS_LOR, CHORUS_LXOR};
+inline const chorus_datatype_t kIntegerTypes[] = {CHORUS_INT8,  CHORUS_UINT8,  CHORUS_INT16, CHORUS_UINT16,
+                                                  CHORUS_INT32, CHORUS_UINT32, CHORUS_INT64, CHORUS_UINT64};
 
 }  // namespace ref

@@ -193,6 +193,13 @@ const chorus_datatype_t kAllTypes[] = {CHORUS_INT8,    CHORUS_UINT8,    CHORUS_I
                                        CHORUS_INT32,   CHORUS_UINT32,   CHORUS_INT64,   CHORUS_UINT64,
                                        CHORUS_FLOAT16, CHORUS_BFLOAT16, CHORUS_FLOAT32, CHORUS_FLOAT64};
 const chorus_op_t kReduceOps[] = {CHORUS_SUM, CHORUS_PROD, CHORUS_MIN, CHORUS_MAX};
+const chorus_datatype_t kIntTypes[] = {CHORUS_INT8,  CHORUS_UINT8,  CHORUS_INT16, CHORUS_UINT16,
+                                       CHORUS_INT32, CHORUS_UINT32, CHORUS_INT64, CHORUS_UINT64};
+const chorus_op_t kBitOps[] = {CHORUS_BAND, CHORUS_BOR, CHORUS_BXOR, CHORUS_LAND, CHORUS_LOR, CHORUS_LXOR};
+
+bool is_logical(chorus_op_t op) {
+    return op == CHORUS_LAND || op == CHORUS_LOR || op == CHORUS_LXOR;
+}
 
 std::string show(int8_t v) {
     return std::to_string(v);
@@ -267,6 +274,12 @@ T ref_int(chorus_op_t op, T a, T b) {
         case CHORUS_MAX:
             if (std::is_signed<T>::value) return static_cast<int64_t>(a) >= static_cast<int64_t>(b) ? a : b;
             return static_cast<uint64_t>(a) >= static_cast<uint64_t>(b) ? a : b;
+        case CHORUS_BAND: return from_u64<T>(to_u64(a) & to_u64(b));
+        case CHORUS_BOR: return from_u64<T>(to_u64(a) | to_u64(b));
+        case CHORUS_BXOR: return from_u64<T>(to_u64(a) ^ to_u64(b));
+        case CHORUS_LAND: return (to_u64(a) != 0 && to_u64(b) != 0) ? T(1) : T(0);
+        case CHORUS_LOR: return (to_u64(a) != 0 || to_u64(b) != 0) ? T(1) : T(0);
+        case CHORUS_LXOR: return ((to_u64(a) != 0) != (to_u64(b) != 0)) ? T(1) : T(0);
     }
     return T{};
 }
@@ -464,8 +477,19 @@ const char* alias_name(Alias a) {
 template <typename T>
 std::string reduce_and_check(chorus_op_t op, size_t count, Alias alias, uint64_t seed, size_t dst_offset = 0) {
     const chorus_datatype_t dt = Traits<T>::dt;
-    const std::vector<T> a = random_vector<T>(count, seed);
-    const std::vector<T> b = random_vector<T>(count, seed ^ 0x9e3779b97f4a7c15ull);
+    std::vector<T> a = random_vector<T>(count, seed);
+    std::vector<T> b = random_vector<T>(count, seed ^ 0x9e3779b97f4a7c15ull);
+    if constexpr (std::is_integral<T>::value) {
+        if (is_logical(op)) {
+            // Random integers are almost never zero: clear about half of them.
+            Rng zeros(seed + 777);
+            for (size_t i = 0; i < count; ++i) {
+                const uint64_t r = zeros();
+                if (r & 1) a[i] = T(0);
+                if (r & 2) b[i] = T(0);
+            }
+        }
+    }
     std::vector<T> in_a = a, in_b = b;
     // Out-of-place results land in a buffer with guard elements behind it.
     const size_t guard = 9;
@@ -553,15 +577,36 @@ TEST_CASE("datatype and op metadata: sizes, names, and validity", "[reducer]") {
     CHECK(std::string(chorus::datatype_name(static_cast<chorus_datatype_t>(12))) == "invalid");
     CHECK(chorus::datatype_size(static_cast<chorus_datatype_t>(12)) == 0);
 
-    const char* ops[] = {"sum", "prod", "min", "max", "avg"};
+    const char* ops[] = {"sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "land", "lor", "lxor"};
+    REQUIRE(CHORUS_NUM_OPS == 11);
     for (int op = 0; op < CHORUS_NUM_OPS; ++op) {
         CHECK(chorus::op_valid(op));
         CHECK(std::string(chorus::op_name(static_cast<chorus_op_t>(op))) == ops[op]);
     }
     CHECK_FALSE(chorus::op_valid(-1));
     CHECK_FALSE(chorus::op_valid(CHORUS_NUM_OPS));
-    CHECK(std::string(chorus::op_name(static_cast<chorus_op_t>(5))) == "invalid");
-    CHECK(std::string(chorus::op_name(static_cast<chorus_op_t>(7))) == "invalid");
+    CHECK(std::string(chorus::op_name(static_cast<chorus_op_t>(11))) == "invalid");
+    CHECK(std::string(chorus::op_name(static_cast<chorus_op_t>(-1))) == "invalid");
+}
+
+TEST_CASE("op_supported: arithmetic ops on every datatype, bitwise and logical on integers only", "[reducer]") {
+    for (int dt = 0; dt < CHORUS_NUM_DATATYPES; ++dt) {
+        const auto t = static_cast<chorus_datatype_t>(dt);
+        const bool integer = dt <= CHORUS_UINT64;
+        for (int op = 0; op < CHORUS_NUM_OPS; ++op) {
+            INFO(chorus::datatype_name(t) << " " << chorus::op_name(static_cast<chorus_op_t>(op)));
+            CHECK(chorus::op_supported(t, static_cast<chorus_op_t>(op)) == (op <= CHORUS_AVG || integer));
+        }
+        CHECK_FALSE(chorus::op_supported(t, static_cast<chorus_op_t>(CHORUS_NUM_OPS)));
+        CHECK_FALSE(chorus::op_supported(t, static_cast<chorus_op_t>(-1)));
+    }
+    CHECK_FALSE(chorus::op_supported(static_cast<chorus_datatype_t>(CHORUS_NUM_DATATYPES), CHORUS_SUM));
+    CHECK_FALSE(chorus::op_supported(CHORUS_FLOAT16, CHORUS_BAND));
+    CHECK_FALSE(chorus::op_supported(CHORUS_BFLOAT16, CHORUS_LOR));
+    CHECK_FALSE(chorus::op_supported(CHORUS_FLOAT32, CHORUS_BXOR));
+    CHECK_FALSE(chorus::op_supported(CHORUS_FLOAT64, CHORUS_LXOR));
+    CHECK(chorus::op_supported(CHORUS_INT8, CHORUS_LXOR));
+    CHECK(chorus::op_supported(CHORUS_UINT64, CHORUS_BAND));
 }
 
 // ===========================================================================
@@ -588,6 +633,40 @@ TEST_CASE("in-place reduction (dst == a, dst == b, a == b, all three) matches th
     uint64_t seed = 1000;
     for (chorus_datatype_t dt : kAllTypes) {
         for (chorus_op_t op : kReduceOps) {
+            for (Alias alias : aliases) {
+                for (size_t count : counts) {
+                    std::string why;
+                    with_type(dt, [&](auto tag) { why = reduce_and_check<decltype(tag)>(op, count, alias, seed++); });
+                    INFO(chorus::datatype_name(dt)
+                         << " " << chorus::op_name(op) << " " << alias_name(alias) << " count " << count);
+                    REQUIRE(why == "");
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("bitwise and logical ops match the reference for every integer type, lengths 1 to 100003", "[reducer][int]") {
+    const size_t counts[] = {1, 2, 3, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 129, 1000, 100003};
+    uint64_t seed = 20000;
+    for (chorus_datatype_t dt : kIntTypes) {
+        for (chorus_op_t op : kBitOps) {
+            for (size_t count : counts) {
+                std::string why;
+                with_type(dt, [&](auto tag) { why = reduce_and_check<decltype(tag)>(op, count, Alias::None, seed++); });
+                INFO(chorus::datatype_name(dt) << " " << chorus::op_name(op) << " count " << count);
+                REQUIRE(why == "");
+            }
+        }
+    }
+}
+
+TEST_CASE("bitwise and logical ops in place (dst == a, dst == b, a == b, all three) match the reference", "[reducer][int]") {
+    const Alias aliases[] = {Alias::DstIsA, Alias::DstIsB, Alias::AEqualsB, Alias::AllSame};
+    const size_t counts[] = {1, 5, 16, 33, 1001, 30001};
+    uint64_t seed = 30000;
+    for (chorus_datatype_t dt : kIntTypes) {
+        for (chorus_op_t op : kBitOps) {
             for (Alias alias : aliases) {
                 for (size_t count : counts) {
                     std::string why;
@@ -628,6 +707,7 @@ TEST_CASE("results of 8 MiB and more (streamed past the cache) match the referen
     const Case cases[] = {
         {CHORUS_FLOAT32, CHORUS_SUM, 333, 0}, {CHORUS_FLOAT32, CHORUS_MAX, 1, 3},    {CHORUS_FLOAT64, CHORUS_MIN, 7, 1},
         {CHORUS_INT32, CHORUS_PROD, 0, 5},    {CHORUS_BFLOAT16, CHORUS_SUM, 999, 1}, {CHORUS_UINT64, CHORUS_SUM, 2, 0},
+        {CHORUS_UINT16, CHORUS_BXOR, 5, 3},   {CHORUS_INT8, CHORUS_LOR, 63, 7},      {CHORUS_INT64, CHORUS_BAND, 1, 1},
     };
     uint64_t seed = 7000;
     for (const Case& c : cases) {
@@ -716,6 +796,45 @@ TEST_CASE("integer wraparound holds in vectorized loops, not only in the scalar 
     for (int16_t v : reduce_vec(CHORUS_PROD, s16, s16)) REQUIRE(v == static_cast<int16_t>(90000 - 65536));
     std::vector<int64_t> a64(1000, INT64_MAX), b64(1000, 1);
     for (int64_t v : reduce_vec(CHORUS_SUM, a64, b64)) REQUIRE(v == INT64_MIN);
+}
+
+TEST_CASE("bitwise ops act on the bits, with no promotion or wrap effects", "[reducer][int]") {
+    CHECK(reduce1<int8_t>(CHORUS_BAND, -1, 0x5a) == 0x5a);
+    CHECK(reduce1<int8_t>(CHORUS_BOR, -128, 1) == -127);
+    CHECK(reduce1<int8_t>(CHORUS_BXOR, -1, 0x0f) == static_cast<int8_t>(0xf0));
+    CHECK(reduce1<uint8_t>(CHORUS_BXOR, 0xff, 0xff) == 0);
+    CHECK(reduce1<int16_t>(CHORUS_BAND, INT16_MIN, -1) == INT16_MIN);
+    CHECK(reduce1<uint16_t>(CHORUS_BOR, 0x8000, 0x0001) == 0x8001);
+    CHECK(reduce1<int32_t>(CHORUS_BXOR, INT32_MIN, INT32_MAX) == -1);
+    CHECK(reduce1<uint32_t>(CHORUS_BAND, 0xdeadbeefu, 0xffff0000u) == 0xdead0000u);
+    CHECK(reduce1<int64_t>(CHORUS_BOR, INT64_MIN, 1) == INT64_MIN + 1);
+    CHECK(reduce1<uint64_t>(CHORUS_BXOR, UINT64_MAX, 1) == UINT64_MAX - 1);
+    // In the vector body too.
+    std::vector<int16_t> a(1000, -1), b(1000, 0x1234);
+    for (int16_t v : reduce_vec(CHORUS_BAND, a, b)) REQUIRE(v == 0x1234);
+    for (int16_t v : reduce_vec(CHORUS_BXOR, a, b)) REQUIRE(v == static_cast<int16_t>(~0x1234));
+}
+
+TEST_CASE("logical ops give 0 or 1 from the truth of each operand, never from its low bits", "[reducer][int]") {
+    // 2 and 4 share no bit, but both are true.
+    CHECK(reduce1<int32_t>(CHORUS_LAND, 2, 4) == 1);
+    CHECK(reduce1<int32_t>(CHORUS_LXOR, 2, 4) == 0);
+    CHECK(reduce1<int32_t>(CHORUS_LOR, 0, -7) == 1);
+    CHECK(reduce1<int32_t>(CHORUS_LAND, 0, -7) == 0);
+    CHECK(reduce1<int32_t>(CHORUS_LXOR, 0, -7) == 1);
+    CHECK(reduce1<int32_t>(CHORUS_LOR, 0, 0) == 0);
+    CHECK(reduce1<int8_t>(CHORUS_LAND, -128, -128) == 1);
+    CHECK(reduce1<uint8_t>(CHORUS_LXOR, 0x80, 0x01) == 0);
+    CHECK(reduce1<int16_t>(CHORUS_LOR, 0x100, 0) == 1);  // a clear low byte is still true
+    CHECK(reduce1<uint16_t>(CHORUS_LAND, 0x100, 0x200) == 1);
+    CHECK(reduce1<uint32_t>(CHORUS_LXOR, 0x80000000u, 0) == 1);
+    CHECK(reduce1<int64_t>(CHORUS_LAND, int64_t{1} << 40, INT64_MIN) == 1);
+    CHECK(reduce1<uint64_t>(CHORUS_LOR, uint64_t{1} << 63, 0) == 1);
+    CHECK(reduce1<uint64_t>(CHORUS_LXOR, uint64_t{1} << 32, uint64_t{1} << 33) == 0);
+    std::vector<uint64_t> x(1000, uint64_t{1} << 50), y(1000, 0);
+    for (uint64_t v : reduce_vec(CHORUS_LOR, x, y)) REQUIRE(v == 1);
+    for (uint64_t v : reduce_vec(CHORUS_LAND, x, y)) REQUIRE(v == 0);
+    for (uint64_t v : reduce_vec(CHORUS_LXOR, x, x)) REQUIRE(v == 0);
 }
 
 TEST_CASE("integer MIN and MAX compare with the type's signedness", "[reducer][int]") {

@@ -30,6 +30,9 @@ public:
     virtual void cancel(Handle handle) = 0;
     // Move data; returns true if anything happened.
     virtual bool progress() = 0;
+    // Look for peers that died (called when an operation has been idle a
+    // while); their transfers then fail with CHORUS_ERR_PEER_FAILED.
+    virtual void check_peers() {}
     // Name for messages: "ucx", "loopback".
     virtual const char* name() const = 0;
 };

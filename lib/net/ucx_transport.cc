@@ -1,6 +1,11 @@
 #include "net/ucx_transport.h"
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "net/mpi_bootstrap.h"
 #include "status.h"
@@ -74,9 +79,23 @@ UcxTransport::UcxTransport(MPI_Comm comm, bool peer_errors) : comm_(comm) {
         ucp_address_t* addr = nullptr;
         size_t addr_len = 0;
         check_ucs(ucp_worker_get_address(worker_, &addr, &addr_len), "ucp_worker_get_address");
-        std::string mine(reinterpret_cast<const char*>(addr), addr_len);
+        // Each rank's blob: pid, host name, then its worker address.
+        char host[256] = {};
+        gethostname(host, sizeof host - 1);
+        int pid = static_cast<int>(getpid());
+        std::string mine(reinterpret_cast<const char*>(&pid), sizeof pid);
+        mine += std::string(host) + '\0';
+        mine.append(reinterpret_cast<const char*>(addr), addr_len);
         ucp_worker_release_address(worker_, addr);
         std::vector<std::string> addrs = allgather_blobs(comm_, mine);
+        peer_pid_.assign(size_, 0);
+        for (int r = 0; r < size_; ++r) {
+            std::memcpy(&peer_pid_[r], addrs[r].data(), sizeof(int));
+            size_t end = addrs[r].find('\0', sizeof(int));
+            // Only a peer on this host can be checked for life by its pid.
+            if (addrs[r].compare(sizeof(int), end - sizeof(int), host) != 0) peer_pid_[r] = 0;
+            addrs[r].erase(0, end + 1);
+        }
 
         eps_.assign(size_, nullptr);
         for (int peer = 0; peer < size_; ++peer) {
@@ -131,7 +150,7 @@ void UcxTransport::close_endpoints() {
         if (!eps_[peer]) continue;
         ucp_request_param_t p{};
         p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        p.flags = peer_status_[peer].load() ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+        p.flags = UCP_EP_CLOSE_FLAG_FORCE;
         ucs_status_ptr_t r = ucp_ep_close_nbx(eps_[peer], &p);
         if (UCS_PTR_IS_PTR(r)) closing.push_back(r);
         eps_[peer] = nullptr;
@@ -179,7 +198,12 @@ bool UcxTransport::test(Handle handle) {
     } else {
         st = ucp_request_check_status(p->request);
     }
-    if (st == UCS_INPROGRESS) return false;
+    if (st == UCS_INPROGRESS) {
+        if (!peer_status_[p->peer].load(std::memory_order_relaxed)) return false;
+        int peer = p->peer;
+        cancel(handle);
+        check_peer(peer);
+    }
     ucp_request_free(p->request);
     int peer = p->peer;
     bool is_recv = p->is_recv;
@@ -202,5 +226,12 @@ void UcxTransport::cancel(Handle handle) {
 }
 
 bool UcxTransport::progress() { return ucp_worker_progress(worker_) != 0; }
+
+void UcxTransport::check_peers() {
+    for (int r = 0; r < size_; ++r) {
+        if (r == rank_ || !peer_pid_[r] || peer_status_[r].load()) continue;
+        if (kill(peer_pid_[r], 0) != 0 && errno == ESRCH) peer_status_[r].store(UCS_ERR_CONNECTION_RESET);
+    }
+}
 
 }  // namespace chorus::net

@@ -32,6 +32,8 @@ public:
     bool test(Handle handle) override;
     void cancel(Handle handle) override;
     bool progress() override;
+    // Peers on this host whose process is gone become failed (kill(pid, 0)).
+    void check_peers() override;
     const char* name() const override { return "ucx"; }
 
 private:
@@ -42,6 +44,7 @@ private:
         int peer;
     };
     std::vector<PeerArg> peer_args_;
+    std::vector<int> peer_pid_;  // 0 for peers on other hosts
     void check_peer(int peer) const;
 
     MPI_Comm comm_;

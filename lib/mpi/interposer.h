@@ -1,0 +1,115 @@
+// Internals of libchorus_mpi.so, the PMPI interposer: the MPI collectives it
+// defines run through Chorus when every rank can agree that Chorus handles
+// the call, and through the matching PMPI_* function otherwise.
+//
+// Every decision to intercept depends only on what MPI requires to agree
+// across the ranks of a call (count, datatype, op, root, the communicator)
+// and on the configuration; never on where one rank's buffer lives.
+#pragma once
+
+#include <chorus.h>
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace chorus_mpi {
+
+enum Fn { kAllreduce, kBcast, kReduce, kReduceScatterBlock, kReduceScatter, kAllgather, kNumFns };
+
+const char* fn_name(Fn fn);
+
+// ---------------------------------------------------------------------------
+// Settings, statistics, errors (state.cc)
+
+enum class Policy { All, Device, None, Bad };
+
+// While > 0 the current thread is inside Chorus (or inside this library's
+// own bookkeeping), and every MPI call it makes goes straight to PMPI.
+struct InsideChorus {
+    InsideChorus();
+    ~InsideChorus();
+    InsideChorus(const InsideChorus&) = delete;
+    InsideChorus& operator=(const InsideChorus&) = delete;
+};
+bool inside_chorus();
+
+// What the start of an intercepted function decided.
+enum class Gate {
+    Pass,     // call PMPI_* (counted as passed through)
+    Quiet,    // call PMPI_* without counting (Chorus's own traffic, or MPI not running)
+    Chorus,   // the call may go to Chorus, if its arguments qualify
+    Refused,  // the configuration is bad: *error holds the MPI error code already raised
+};
+
+// Reads the configuration on the first call after MPI_Init, then decides
+// from the policy, the thread level and the communicator.
+Gate open_gate(Fn fn, MPI_Comm comm, int* error);
+
+void count_intercepted(Fn fn);
+void count_passed(Fn fn);
+
+// Raise a Chorus failure on `comm` through its error handler, as an error
+// code of the "Chorus" error class whose string is `message`. Returns the
+// code, for when the handler returns.
+int raise_error(MPI_Comm comm, chorus_result_t result, const std::string& message);
+
+// Destroy every Chorus communicator (in creation order, the same on every
+// rank), print the statistics, and pass every later call through. Runs once.
+void teardown();
+bool torn_down();
+
+// ---------------------------------------------------------------------------
+// Communicators (comms.cc)
+
+struct Target {
+    chorus_comm_t cc = nullptr;
+    int rank = 0;
+    int size = 0;
+};
+
+// The Chorus communicator of `comm`, created on the first call that reaches
+// here (collective: every rank makes the same call). Returns Gate::Chorus
+// with *out set, Gate::Pass for communicators Chorus does not handle
+// (intercommunicators), or Gate::Refused after raising an error.
+Gate chorus_comm_of(Fn fn, MPI_Comm comm, Target* out, int* error);
+
+// Create the attribute keyval; register the finalize hook on MPI_COMM_SELF.
+void init_comms();
+// Destroy the communicators in creation order (teardown's first half).
+void destroy_all_comms();
+
+// ---------------------------------------------------------------------------
+// Datatypes and ops (types.cc)
+
+// The Chorus datatype and op that compute exactly what MPI defines for
+// (datatype, op), or false when Chorus cannot (derived types, MPI_MAXLOC,
+// user-defined ops, pairs MPI leaves undefined, ...).
+bool map_reduction(MPI_Datatype type, MPI_Op op, chorus_datatype_t* dt, chorus_op_t* cop);
+
+// How `count` elements of `type` are moved as bytes. `direct`: the bytes
+// sit at the buffer's address in order (a predefined type without gaps);
+// otherwise they are packed and unpacked with PMPI_Pack/PMPI_Unpack.
+struct Layout {
+    size_t bytes = 0;
+    bool direct = false;
+    MPI_Aint extent = 0;  // of one element
+};
+// False for MPI_DATATYPE_NULL or a negative count (left to PMPI to report).
+bool layout_of(MPI_Datatype type, int count, Layout* out);
+
+// ---------------------------------------------------------------------------
+// The collectives, shared by the C and Fortran entry points (collectives.cc)
+
+int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm);
+int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm);
+int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type, MPI_Op op,
+                         MPI_Comm comm);
+int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm);
+int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+              MPI_Datatype recvtype, MPI_Comm comm);
+
+}  // namespace chorus_mpi
