@@ -33,6 +33,16 @@ std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm, const Conf
 
 Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Config& config, MPI_Comm owned)
     : config_(config), mpi_comm_(owned), transport_(std::move(transport)), selector_(config.cost) {
+    spin_ = config_.spin_before_yield;
+    if (spin_ < 0) {
+        cpu_set_t cpus;
+        int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+        spin_ = transport_->local_ranks() <= cores ? 1 << 20 : 64;
+    }
+    for (int c = 0; c < coll::kNumCollectives; ++c) {
+        std::string name = config_.forced_algo(coll::collective_name(static_cast<coll::Collective>(c)));
+        forced_.push_back(name.empty() ? nullptr : &coll::find_algorithm(static_cast<coll::Collective>(c), name));
+    }
     // Touch the scratch a pipelined operation needs once, up front.
     scratch_.release(scratch_.acquire(config_.chunk_bytes * static_cast<size_t>(config_.window)));
     if (rank() == 0) {
@@ -60,8 +70,7 @@ Communicator::~Communicator() {
 }
 
 const coll::Algorithm& Communicator::choose(const coll::CollArgs& args) {
-    std::string forced = config_.forced_algo(coll::collective_name(args.coll));
-    if (!forced.empty()) return coll::find_algorithm(args.coll, forced);
+    if (const coll::Algorithm* forced = forced_[static_cast<size_t>(args.coll)]) return *forced;
     bool fresh = false;
     const coll::Choice& c = selector_.choose(args, &fresh);
     if (fresh && rank() == 0 && log_level() >= LogLevel::Info) {
@@ -73,10 +82,19 @@ const coll::Algorithm& Communicator::choose(const coll::CollArgs& args) {
     return *c.algorithm;
 }
 
+size_t Communicator::ScheduleKeyHash::operator()(const ScheduleKey& k) const {
+    uint64_t h = reinterpret_cast<uintptr_t>(k.algo);
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+    mix(k.count);
+    mix(static_cast<uint64_t>(k.dtype) << 32 | static_cast<uint32_t>(k.op));
+    mix(static_cast<uint64_t>(k.root) << 1 | static_cast<uint64_t>(k.in_place));
+    for (size_t c : k.counts) mix(c);
+    return static_cast<size_t>(h);
+}
+
 std::shared_ptr<const Schedule> Communicator::schedule_for(const coll::CollArgs& a, const coll::Algorithm& algo) {
-    std::string key = cat(static_cast<int>(a.coll), '/', algo.name, '/', a.count, '/', a.dtype, '/', a.op, '/',
-                          a.root, '/', a.in_place, '/', a.chunk_bytes, '/', a.depth);
-    for (size_t c : a.counts) key += cat(',', c);
+    // Chunk size and depth are the communicator's, fixed for its life.
+    ScheduleKey key{&algo, a.count, a.dtype, a.op, a.root, a.in_place ? 1 : 0, a.counts};
     auto it = schedules_.find(key);
     if (it != schedules_.end()) return it->second;
     std::shared_ptr<const Schedule> s = algo.build(a);
@@ -247,9 +265,10 @@ void Communicator::check_timeouts() {
 void Communicator::wait(Operation* op) {
     int idle = 0;
     while (!progress(op)) {
-        // Ranks often outnumber cores: spin briefly, then give the CPU away.
-        if (++idle > config_.spin_before_yield) {
-            if (idle < config_.spin_before_yield + 4096) {
+        // Ranks that outnumber cores must give the CPU away soon, or the peer
+        // they wait for cannot run; with a core each, spinning is fastest.
+        if (++idle > spin_) {
+            if (idle < spin_ + 4096) {
                 sched_yield();
             } else {
                 struct timespec ts{0, 20000};

@@ -86,9 +86,26 @@ private:
     ScratchPool scratch_;
     coll::Selector selector_;
     std::list<std::unique_ptr<Operation>> ops_;
-    std::unordered_map<std::string, std::shared_ptr<const Schedule>> schedules_;
+    // Schedules by everything that shapes them.
+    struct ScheduleKey {
+        const coll::Algorithm* algo;
+        size_t count;
+        int dtype, op, root, in_place;
+        std::vector<size_t> counts;
+        bool operator==(const ScheduleKey& o) const {
+            return algo == o.algo && count == o.count && dtype == o.dtype && op == o.op && root == o.root &&
+                   in_place == o.in_place && counts == o.counts;
+        }
+    };
+    struct ScheduleKeyHash {
+        size_t operator()(const ScheduleKey& k) const;
+    };
+    std::unordered_map<ScheduleKey, std::shared_ptr<const Schedule>, ScheduleKeyHash> schedules_;
+    // CHORUS_ALGO, resolved once per collective (nullptr: choose).
+    std::vector<const coll::Algorithm*> forced_;
     uint64_t next_seq_ = 0;
     unsigned idle_polls_ = 0;
+    int spin_ = 64;  // idle polls before yielding (CHORUS_SPIN, or from ranks per core)
     std::chrono::steady_clock::time_point last_peer_check_;
     bool failed_ = false;
     std::string failure_;

@@ -130,13 +130,15 @@ Config Config::from_strings(const std::vector<std::string>& env) {
             c.cost.bandwidth_gbs = parse_positive(value, name);
         } else if (name == "CHORUS_COST_REDUCE_GBS") {
             c.cost.reduce_gbs = parse_positive(value, name);
+        } else if (name == "CHORUS_COST_MAX_STEPS") {
+            c.cost.max_simulated_steps = parse_uint(value, name, 1, 1ull << 34);
         } else if (name == "CHORUS_COST_COPY_GBS") {
             c.cost.copy_gbs = parse_positive(value, name);
         } else if (name == "CHORUS_CHECK" || name == "CHORUS_PEER_ERRORS") {
             if (value != "0" && value != "1") fail(CHORUS_ERR_CONFIG, name, "='", value, "': expected 0 or 1");
             (name == "CHORUS_CHECK" ? c.check : c.peer_errors) = value == "1";
         } else if (name == "CHORUS_SPIN") {
-            c.spin_before_yield = static_cast<int>(parse_uint(value, name, 0, 1u << 30));
+            c.spin_before_yield = value == "auto" ? -1 : static_cast<int>(parse_uint(value, name, 0, 1u << 30));
         } else if (name.compare(0, 11, "CHORUS_MPI_") != 0 && name.compare(0, 13, "CHORUS_BENCH_") != 0) {
             // The interposer's and the benchmark's variables are theirs to check.
             c.unknown.push_back(name);

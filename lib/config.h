@@ -22,7 +22,7 @@ struct Config {
     int window = 16;                          // CHORUS_WINDOW: transfers in flight per operation
     uint64_t timeout_ms = 300000;             // CHORUS_TIMEOUT_MS: 0 = never time out
     std::map<std::string, std::string> algo;  // CHORUS_ALGO: collective -> algorithm name
-    int spin_before_yield = 64;               // CHORUS_SPIN: idle polls before yielding the CPU
+    int spin_before_yield = -1;               // CHORUS_SPIN: idle polls before yielding; -1 = auto
     bool peer_errors = false;                 // CHORUS_PEER_ERRORS: UCX's own peer failure detection
     bool check = false;                       // CHORUS_CHECK: compare arguments across ranks first
     coll::CostParams cost;                    // CHORUS_COST_ALPHA_US, _LINK_GBS, _REDUCE_GBS, _COPY_GBS

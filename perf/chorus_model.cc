@@ -6,7 +6,7 @@
 //   chorus-model [-c COLLECTIVE] [-p P1,P2,...] [-m MIN:MAX] [-T datatype]
 //
 // The cost parameters come from the same CHORUS_COST_* settings the library
-// reads (see README).
+// reads (see README); CHORUS_COST_MAX_STEPS defaults to 20 million here.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -95,6 +95,9 @@ int main(int argc, char** argv) {
         if (colls.empty())
             for (int c = 0; c < coll::kNumCollectives; ++c) colls.push_back(coll::Collective(c));
         Config config = Config::from_env();
+        // An offline tool can afford to simulate far larger groups exactly
+        // than the library does at run time (memory: ~120 bytes per step).
+        if (!std::getenv("CHORUS_COST_MAX_STEPS")) config.cost.max_simulated_steps = 20000000;
         coll::Selector selector(config.cost);
         std::printf("# chorus-model: predicted microseconds per algorithm; * marks the selector's choice\n");
         std::printf("# cost model: %s; chunk %zu bytes; every rank simulated while the group has at most %zu steps,\n"

@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
-# Every test: installs missing packages, builds from scratch with warnings as
-# errors (default configuration, and once more with -Dcuda=disabled), and runs
-# the test suites. Usage: tools/test.sh
+# Every test: installs missing packages, then builds from scratch three ways,
+# each with warnings as errors, and runs the test suites:
+#   build/         default configuration (CUDA if nvcc is found): every suite
+#   build-nocuda/  -Dcuda=disabled: unit and mpi suites
+#   build-asan/    AddressSanitizer + UBSan: unit and loopback suites
+# Usage: tools/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
 source tools/env.sh
-rm -rf build build-nocuda
+rm -rf build build-nocuda build-asan
+
 meson setup build -Dwerror=true
 meson compile -C build
 meson test -C build --print-errorlogs
-# The build without CUDA must compile and pass on its own.
+
 meson setup build-nocuda -Dcuda=disabled -Dwerror=true
 meson compile -C build-nocuda
 meson test -C build-nocuda --print-errorlogs --suite unit --suite mpi
+
+meson setup build-asan -Dcuda=disabled -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true
+meson compile -C build-asan
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
+  meson test -C build-asan --print-errorlogs --suite unit --suite loopback --timeout-multiplier 4

@@ -33,6 +33,8 @@ public:
     // Look for peers that died (called when an operation has been idle a
     // while); their transfers then fail with CHORUS_ERR_PEER_FAILED.
     virtual void check_peers() {}
+    // Ranks of this communicator on this host, this one included.
+    virtual int local_ranks() const { return 1; }
     // Name for messages: "ucx", "loopback".
     virtual const char* name() const = 0;
 };

@@ -200,9 +200,11 @@ bool UcxTransport::test(Handle handle) {
     }
     if (st == UCS_INPROGRESS) {
         if (!peer_status_[p->peer].load(std::memory_order_relaxed)) return false;
+        // The peer is gone: this transfer will never complete.
         int peer = p->peer;
         cancel(handle);
         check_peer(peer);
+        fail(CHORUS_ERR_PEER_FAILED, "UCX: rank ", peer, " failed");
     }
     ucp_request_free(p->request);
     int peer = p->peer;
@@ -226,6 +228,12 @@ void UcxTransport::cancel(Handle handle) {
 }
 
 bool UcxTransport::progress() { return ucp_worker_progress(worker_) != 0; }
+
+int UcxTransport::local_ranks() const {
+    int n = 1;
+    for (int r = 0; r < size_; ++r) n += r != rank_ && peer_pid_[r] != 0;
+    return n;
+}
 
 void UcxTransport::check_peers() {
     for (int r = 0; r < size_; ++r) {

@@ -34,6 +34,7 @@ public:
     bool progress() override;
     // Peers on this host whose process is gone become failed (kill(pid, 0)).
     void check_peers() override;
+    int local_ranks() const override;
     const char* name() const override { return "ucx"; }
 
 private:

@@ -1,0 +1,341 @@
+// The intercepted MPI collectives. Each one opens the gate (policy, thread
+// level), checks that Chorus computes exactly what MPI defines for the
+// arguments every rank agrees on, and then runs the call through Chorus on
+// the communicator's Chorus twin; anything else goes to the PMPI function.
+//
+// Reductions need the same (count, datatype, op) on every rank, so they are
+// mapped element for element. Broadcast and all-gather only need matching
+// type signatures, which may be spelled differently on different ranks, so
+// they always move bytes: a predefined type in place, anything else packed
+// and unpacked around the call. Either way every rank runs the same Chorus
+// collective with the same byte count.
+//
+// While a rank waits for Chorus it also drives MPI's progress engine: a
+// correct program may have a peer blocked in MPI_Recv for a message this
+// rank sent with MPI_Isend before the collective, and over TCP or shared
+// memory without single-copy that message moves only while the sender is
+// inside MPI. The wait spins, then yields the CPU (ranks may outnumber
+// cores); it never sleeps, which would stall a long pipelined transfer.
+#include <sched.h>
+
+#include <climits>
+#include <new>
+#include <vector>
+
+#include "interposer.h"
+
+namespace chorus_mpi {
+
+namespace {
+
+constexpr int kPassThrough = -1;  // from a body: hand the call to PMPI
+
+template <typename Pmpi, typename Body>
+int intercept(Fn fn, MPI_Comm comm, Pmpi&& pmpi, Body&& body) {
+    int error = MPI_SUCCESS;
+    switch (open_gate(fn, comm, &error)) {
+        case Gate::Quiet: return pmpi();
+        case Gate::Refused: return error;
+        case Gate::Pass: count_passed(fn); return pmpi();
+        case Gate::Chorus: break;
+    }
+    int rc;
+    try {
+        rc = body();
+    } catch (const std::bad_alloc&) {
+        return raise_error(comm, CHORUS_ERR_OUT_OF_MEMORY, std::string(fn_name(fn)) + ": out of memory");
+    }
+    if (rc != kPassThrough) return rc;
+    count_passed(fn);
+    return pmpi();
+}
+
+// The communicator's Chorus twin: Gate::Chorus, or what to return instead.
+struct Twin {
+    Target t;
+    int rc = MPI_SUCCESS;
+    bool ok = false;
+    Twin(Fn fn, MPI_Comm comm) {
+        switch (chorus_comm_of(fn, comm, &t, &rc)) {
+            case Gate::Chorus: ok = true; break;
+            case Gate::Refused: break;
+            default: rc = kPassThrough; break;
+        }
+    }
+};
+
+int finish(Fn fn, MPI_Comm comm, chorus_comm_t cc, chorus_result_t result) {
+    if (result == CHORUS_SUCCESS) return MPI_SUCCESS;
+    return raise_error(comm, result, std::string(fn_name(fn)) + ": " + chorus_comm_last_error(cc));
+}
+
+constexpr unsigned kSpinPolls = 64;  // polls before yielding the CPU
+constexpr unsigned kMpiEvery = 8;    // polls between two turns of MPI's progress engine
+
+// Start a nonblocking Chorus collective with `start(&request)` and wait for
+// it; the result as an MPI code.
+template <typename Start>
+int run_chorus(Fn fn, MPI_Comm comm, chorus_comm_t cc, Start&& start) {
+    InsideChorus inside;
+    chorus_request_t request = nullptr;
+    chorus_result_t rc = start(&request);
+    for (unsigned polls = 0; rc == CHORUS_SUCCESS; ++polls) {
+        int done = 0;
+        rc = chorus_test(request, &done);
+        if (done) break;
+        if (polls % kMpiEvery == kMpiEvery - 1) {
+            int flag = 0;
+            PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
+        }
+        if (polls >= kSpinPolls) sched_yield();
+    }
+    return finish(fn, comm, cc, rc);
+}
+
+int misuse(Fn fn, MPI_Comm comm, const std::string& what) {
+    return raise_error(comm, CHORUS_ERR_INVALID_ARGUMENT, std::string(fn_name(fn)) + ": " + what);
+}
+
+// PMPI_Pack / PMPI_Unpack take int sizes.
+bool packable(size_t bytes) { return bytes <= static_cast<size_t>(INT_MAX); }
+
+int too_large(Fn fn, MPI_Comm comm, size_t bytes) {
+    return raise_error(comm, CHORUS_ERR_UNSUPPORTED,
+                       std::string(fn_name(fn)) + ": " + std::to_string(bytes) +
+                           " bytes of a derived datatype are more than PMPI_Pack can stage (2 GiB)");
+}
+
+}  // namespace
+
+int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+    const Fn fn = kAllreduce;
+    return intercept(
+        fn, comm, [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm); },
+        [&]() -> int {
+            chorus_datatype_t dt;
+            chorus_op_t cop;
+            if (count < 0 || !map_reduction(type, op, &dt, &cop)) return kPassThrough;
+            Twin twin(fn, comm);
+            if (!twin.ok) return twin.rc;
+            if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
+            count_intercepted(fn);
+            const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+            return run_chorus(fn, comm, twin.t.cc, [&](chorus_request_t* r) {
+                return chorus_iallreduce(send, recvbuf, static_cast<size_t>(count), dt, cop, twin.t.cc, nullptr, r);
+            });
+        });
+}
+
+int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
+    const Fn fn = kReduce;
+    return intercept(
+        fn, comm, [&] { return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm); },
+        [&]() -> int {
+            chorus_datatype_t dt;
+            chorus_op_t cop;
+            if (count < 0 || !map_reduction(type, op, &dt, &cop)) return kPassThrough;
+            Twin twin(fn, comm);
+            if (!twin.ok) return twin.rc;
+            if (root < 0 || root >= twin.t.size) return kPassThrough;  // MPI reports it
+            const bool is_root = twin.t.rank == root;
+            if (sendbuf == MPI_IN_PLACE && !is_root) return misuse(fn, comm, "MPI_IN_PLACE is valid on the root only");
+            if (is_root && recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
+            count_intercepted(fn);
+            const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+            return run_chorus(fn, comm, twin.t.cc, [&](chorus_request_t* r) {
+                return chorus_ireduce(send, is_root ? recvbuf : nullptr, static_cast<size_t>(count), dt, cop, root,
+                                      twin.t.cc, nullptr, r);
+            });
+        });
+}
+
+int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type, MPI_Op op,
+                         MPI_Comm comm) {
+    const Fn fn = kReduceScatterBlock;
+    return intercept(
+        fn, comm, [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm); },
+        [&]() -> int {
+            chorus_datatype_t dt;
+            chorus_op_t cop;
+            if (recvcount < 0 || !map_reduction(type, op, &dt, &cop)) return kPassThrough;
+            Twin twin(fn, comm);
+            if (!twin.ok) return twin.rc;
+            if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
+            count_intercepted(fn);
+            // In place, recvbuf holds every block and the result lands at its start.
+            const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+            return run_chorus(fn, comm, twin.t.cc, [&](chorus_request_t* r) {
+                return chorus_ireduce_scatter(send, recvbuf, static_cast<size_t>(recvcount), dt, cop, twin.t.cc,
+                                              nullptr, r);
+            });
+        });
+}
+
+int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm) {
+    const Fn fn = kReduceScatter;
+    return intercept(
+        fn, comm, [&] { return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm); },
+        [&]() -> int {
+            chorus_datatype_t dt;
+            chorus_op_t cop;
+            if (!recvcounts || !map_reduction(type, op, &dt, &cop)) return kPassThrough;
+            Twin twin(fn, comm);
+            if (!twin.ok) return twin.rc;
+            if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
+            std::vector<size_t> counts(static_cast<size_t>(twin.t.size));
+            for (int i = 0; i < twin.t.size; ++i) {
+                if (recvcounts[i] < 0) return kPassThrough;  // the same on every rank; MPI reports it
+                counts[static_cast<size_t>(i)] = static_cast<size_t>(recvcounts[i]);
+            }
+            count_intercepted(fn);
+            const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+            return run_chorus(fn, comm, twin.t.cc, [&](chorus_request_t* r) {
+                return chorus_ireduce_scatterv(send, recvbuf, counts.data(), dt, cop, twin.t.cc, nullptr, r);
+            });
+        });
+}
+
+int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+    const Fn fn = kBcast;
+    return intercept(
+        fn, comm, [&] { return PMPI_Bcast(buffer, count, type, root, comm); },
+        [&]() -> int {
+            Layout l;
+            if (!layout_of(type, count, &l)) return kPassThrough;
+            Twin twin(fn, comm);
+            if (!twin.ok) return twin.rc;
+            if (buffer == MPI_IN_PLACE) return misuse(fn, comm, "buffer cannot be MPI_IN_PLACE");
+            if (root < 0 || root >= twin.t.size) return kPassThrough;
+            count_intercepted(fn);
+            chorus_comm_t cc = twin.t.cc;
+            if (l.direct) {
+                return run_chorus(fn, comm, cc, [&](chorus_request_t* r) {
+                    return chorus_ibroadcast(buffer, buffer, l.bytes, CHORUS_UINT8, root, cc, nullptr, r);
+                });
+            }
+            if (!packable(l.bytes)) return too_large(fn, comm, l.bytes);
+            const int bytes = static_cast<int>(l.bytes);
+            const bool is_root = twin.t.rank == root;
+            std::vector<char> staged(l.bytes);
+            int pos = 0, rc;
+            if (is_root && (rc = PMPI_Pack(buffer, count, type, staged.data(), bytes, &pos, comm)) != MPI_SUCCESS)
+                return rc;
+            rc = run_chorus(fn, comm, cc, [&](chorus_request_t* r) {
+                return chorus_ibroadcast(staged.data(), staged.data(), l.bytes, CHORUS_UINT8, root, cc, nullptr, r);
+            });
+            if (rc != MPI_SUCCESS || is_root) return rc;
+            pos = 0;
+            return PMPI_Unpack(staged.data(), bytes, &pos, buffer, count, type, comm);
+        });
+}
+
+int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+              MPI_Datatype recvtype, MPI_Comm comm) {
+    const Fn fn = kAllgather;
+    return intercept(
+        fn, comm,
+        [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
+        [&]() -> int {
+            const bool in_place = sendbuf == MPI_IN_PLACE;
+            Layout rl, sl;
+            if (!layout_of(recvtype, recvcount, &rl)) return kPassThrough;
+            if (!in_place && !layout_of(sendtype, sendcount, &sl)) return kPassThrough;
+            Twin twin(fn, comm);
+            if (!twin.ok) return twin.rc;
+            if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
+            const size_t block = rl.bytes, p = static_cast<size_t>(twin.t.size);
+            const size_t me = static_cast<size_t>(twin.t.rank);
+            if (!in_place && sl.bytes != block)
+                return misuse(fn, comm,
+                              "sendcount * sendtype is " + std::to_string(sl.bytes) +
+                                  " bytes but recvcount * recvtype is " + std::to_string(block));
+            count_intercepted(fn);
+            chorus_comm_t cc = twin.t.cc;
+            char* const user = static_cast<char*>(recvbuf);
+            // Where the gathered bytes go: recvbuf itself, or a staging buffer.
+            std::vector<char> staged_recv, staged_send;
+            char* all = user;
+            int rc, pos;
+            if (!rl.direct) {
+                if (!packable(block * p)) return too_large(fn, comm, block * p);
+                staged_recv.resize(block * p);
+                all = staged_recv.data();
+            }
+            const void* send = sendbuf;
+            if (in_place) {
+                if (!rl.direct) {
+                    pos = static_cast<int>(block * me);
+                    const char* mine = user + static_cast<MPI_Aint>(me) * recvcount * rl.extent;
+                    if ((rc = PMPI_Pack(mine, recvcount, recvtype, all, static_cast<int>(block * p), &pos, comm)) !=
+                        MPI_SUCCESS)
+                        return rc;
+                }
+                send = all + block * me;
+            } else if (!sl.direct) {
+                if (!packable(block)) return too_large(fn, comm, block);
+                staged_send.resize(block);
+                pos = 0;
+                if ((rc = PMPI_Pack(sendbuf, sendcount, sendtype, staged_send.data(), static_cast<int>(block), &pos,
+                                    comm)) != MPI_SUCCESS)
+                    return rc;
+                send = staged_send.data();
+            }
+            rc = run_chorus(fn, comm, cc, [&](chorus_request_t* r) {
+                return chorus_iallgather(send, all, block, CHORUS_UINT8, cc, nullptr, r);
+            });
+            if (rc != MPI_SUCCESS || rl.direct) return rc;
+            for (size_t i = 0; i < p; ++i) {
+                pos = 0;
+                char* dst = user + static_cast<MPI_Aint>(i) * recvcount * rl.extent;
+                if ((rc = PMPI_Unpack(all + block * i, static_cast<int>(block), &pos, dst, recvcount, recvtype,
+                                      comm)) != MPI_SUCCESS)
+                    return rc;
+            }
+            return MPI_SUCCESS;
+        });
+}
+
+}  // namespace chorus_mpi
+
+// ---------------------------------------------------------------------------
+// The C entry points.
+
+extern "C" {
+
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+    return chorus_mpi::allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+    return chorus_mpi::bcast(buffer, count, datatype, root, comm);
+}
+
+int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+               MPI_Comm comm) {
+    return chorus_mpi::reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+}
+
+int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
+                             MPI_Comm comm) {
+    return chorus_mpi::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+}
+
+int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
+                       MPI_Comm comm) {
+    return chorus_mpi::reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+}
+
+int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm) {
+    return chorus_mpi::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+// Chorus communicators are collective to destroy: destroy them while every
+// rank can still take part, in the same order everywhere.
+int MPI_Finalize(void) {
+    if (!chorus_mpi::inside_chorus()) chorus_mpi::teardown();
+    return PMPI_Finalize();
+}
+
+}  // extern "C"

@@ -1,0 +1,149 @@
+// One Chorus communicator per MPI communicator, created on the first call
+// that Chorus runs on it and cached in an attribute. MPI_Comm_free deletes
+// the attribute, whose callback destroys the Chorus communicator (every rank
+// frees the communicator, so the collective destroy is matched). Whatever is
+// left at MPI_Finalize is destroyed in creation order: ranks that share two
+// communicators created them in the same order (MPI forbids collectives
+// that would deadlock otherwise), so that order is the same on all of them.
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include "interposer.h"
+
+namespace chorus_mpi {
+
+namespace {
+
+struct Entry {
+    uint64_t seq = 0;  // creation order on this rank
+    Target target;     // cc is null once destroyed, or if creation failed
+    bool inter = false;
+    chorus_result_t failure_result = CHORUS_SUCCESS;
+    std::string failure;  // non-empty: creation failed on some rank
+};
+
+struct Registry {
+    std::mutex mutex;
+    std::map<uint64_t, Entry*> live;  // by seq
+    uint64_t next_seq = 1;
+    int keyval = MPI_KEYVAL_INVALID;
+    int finalize_keyval = MPI_KEYVAL_INVALID;
+};
+
+Registry& registry() {
+    static Registry* r = new Registry;
+    return *r;
+}
+
+void destroy(Entry* e) {
+    if (!e->target.cc) return;
+    chorus_comm_t cc = e->target.cc;
+    e->target.cc = nullptr;
+    InsideChorus inside;
+    chorus_result_t rc = chorus_comm_destroy(cc);
+    if (rc != CHORUS_SUCCESS)
+        std::fprintf(stderr, "[chorus warn] MPI interposer: destroying a Chorus communicator failed: %s\n",
+                     chorus_comm_last_error(nullptr));
+}
+
+// Attribute delete callback: MPI_Comm_free, or MPI_Finalize for
+// MPI_COMM_WORLD and MPI_COMM_SELF (after teardown has destroyed theirs).
+int delete_entry(MPI_Comm, int, void* value, void*) {
+    Entry* e = static_cast<Entry*>(value);
+    if (!torn_down()) destroy(e);
+    {
+        Registry& r = registry();
+        std::lock_guard<std::mutex> lock(r.mutex);
+        r.live.erase(e->seq);
+    }
+    delete e;
+    return MPI_SUCCESS;
+}
+
+// MPI_COMM_SELF's attributes are deleted first thing in MPI_Finalize, while
+// MPI still works: this catches programs whose MPI_Finalize does not come
+// through this library (Fortran's calls PMPI_Finalize directly).
+int finalize_hook(MPI_Comm, int, void*, void*) {
+    teardown();
+    return MPI_SUCCESS;
+}
+
+Entry* create_entry(MPI_Comm comm) {
+    Registry& r = registry();
+    Entry* e = new Entry;
+    {
+        std::lock_guard<std::mutex> lock(r.mutex);
+        e->seq = r.next_seq++;
+    }
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    e->inter = inter != 0;
+    if (!e->inter) {
+        PMPI_Comm_rank(comm, &e->target.rank);
+        PMPI_Comm_size(comm, &e->target.size);
+        chorus_comm_t cc = nullptr;
+        chorus_result_t rc;
+        std::string message;
+        {
+            InsideChorus inside;
+            rc = chorus_comm_create(comm, &cc);
+            if (rc != CHORUS_SUCCESS) message = chorus_comm_last_error(nullptr);
+        }
+        // Agree, so that either every rank runs its calls through Chorus or
+        // every rank raises the error.
+        int ok = rc == CHORUS_SUCCESS, all_ok = 0;
+        if (PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) all_ok = 0;
+        if (all_ok) {
+            e->target.cc = cc;
+        } else if (rc != CHORUS_SUCCESS) {
+            e->failure_result = rc;
+            e->failure = "creating its Chorus communicator failed: " + message;
+        } else {
+            // Destroying it would wait for the ranks that have none: leave it.
+            e->failure_result = CHORUS_ERR_PEER_FAILED;
+            e->failure = "another rank failed to create its Chorus communicator (see that rank's message)";
+        }
+    }
+    PMPI_Comm_set_attr(comm, r.keyval, e);
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.live.emplace(e->seq, e);
+    return e;
+}
+
+}  // namespace
+
+void init_comms() {
+    Registry& r = registry();
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_entry, &r.keyval, nullptr);
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_hook, &r.finalize_keyval, nullptr);
+    PMPI_Comm_set_attr(MPI_COMM_SELF, r.finalize_keyval, nullptr);
+}
+
+Gate chorus_comm_of(Fn fn, MPI_Comm comm, Target* out, int* error) {
+    Registry& r = registry();
+    void* value = nullptr;
+    int found = 0;
+    PMPI_Comm_get_attr(comm, r.keyval, &value, &found);
+    Entry* e = found ? static_cast<Entry*>(value) : create_entry(comm);
+    if (e->inter) return Gate::Pass;
+    if (!e->failure.empty()) {
+        *error = raise_error(comm, e->failure_result, std::string(fn_name(fn)) + ": " + e->failure);
+        return Gate::Refused;
+    }
+    if (!e->target.cc) return Gate::Pass;  // destroyed by teardown
+    *out = e->target;
+    return Gate::Chorus;
+}
+
+void destroy_all_comms() {
+    Registry& r = registry();
+    std::map<uint64_t, Entry*> snapshot;
+    {
+        std::lock_guard<std::mutex> lock(r.mutex);
+        snapshot = r.live;
+    }
+    for (auto& kv : snapshot) destroy(kv.second);
+}
+
+}  // namespace chorus_mpi

@@ -1,0 +1,133 @@
+// Fortran entry points. Open MPI's Fortran bindings (mpif.h, `use mpi`,
+// `use mpi_f08`) call PMPI_* directly, so the C definitions never see
+// Fortran calls: these names take their place. They convert the handles and
+// the sentinels as Open MPI's own wrappers do, then share the C path (and
+// its statistics). Every argument comes by reference; `ierr` may be absent
+// (a null pointer) in the mpi_f08 bindings.
+//
+// gfortran names a subroutine mpi_allreduce_; other compilers and Open MPI
+// builds use mpi_allreduce, mpi_allreduce__ or MPI_ALLREDUCE, so all four
+// are defined. The mpi_f08 module calls mpi_allreduce_f08_, whose arguments
+// are laid out the same way (a TYPE(MPI_Comm) is one INTEGER).
+#include <dlfcn.h>
+
+#include <type_traits>
+#include <vector>
+
+#include "interposer.h"
+
+namespace {
+
+// Fortran's MPI_IN_PLACE and MPI_BOTTOM are common-block variables; a
+// buffer argument is one of them when its address is theirs. The symbol
+// that the program and libmpi share is found the way the dynamic linker
+// finds it for them.
+struct Sentinels {
+    std::vector<const void*> in_place, bottom;
+};
+
+std::vector<const void*> lookup(const char* const* names) {
+    std::vector<const void*> found;
+    for (; *names; ++names)
+        if (const void* p = dlsym(RTLD_DEFAULT, *names)) found.push_back(p);
+    return found;
+}
+
+const Sentinels& sentinels() {
+    static const Sentinels s = [] {
+        static const char* const in_place[] = {"mpi_fortran_in_place_", "mpi_fortran_in_place",
+                                               "mpi_fortran_in_place__", "MPI_FORTRAN_IN_PLACE", nullptr};
+        static const char* const bottom[] = {"mpi_fortran_bottom_", "mpi_fortran_bottom", "mpi_fortran_bottom__",
+                                             "MPI_FORTRAN_BOTTOM", nullptr};
+        return Sentinels{lookup(in_place), lookup(bottom)};
+    }();
+    return s;
+}
+
+bool is_one_of(const void* p, const std::vector<const void*>& set) {
+    for (const void* q : set)
+        if (p == q) return true;
+    return false;
+}
+
+void* buffer(void* p) { return is_one_of(p, sentinels().bottom) ? MPI_BOTTOM : p; }
+
+void* send_buffer(void* p) { return is_one_of(p, sentinels().in_place) ? MPI_IN_PLACE : buffer(p); }
+
+void set_ierr(MPI_Fint* ierr, int rc) {
+    if (ierr) *ierr = static_cast<MPI_Fint>(rc);
+}
+
+void f_allreduce(void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* type, MPI_Fint* op, MPI_Fint* comm,
+                 MPI_Fint* ierr) {
+    set_ierr(ierr, chorus_mpi::allreduce(send_buffer(sendbuf), buffer(recvbuf), *count, PMPI_Type_f2c(*type),
+                                         PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
+}
+
+void f_bcast(void* buf, MPI_Fint* count, MPI_Fint* type, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* ierr) {
+    set_ierr(ierr, chorus_mpi::bcast(buffer(buf), *count, PMPI_Type_f2c(*type), *root, PMPI_Comm_f2c(*comm)));
+}
+
+void f_reduce(void* sendbuf, void* recvbuf, MPI_Fint* count, MPI_Fint* type, MPI_Fint* op, MPI_Fint* root,
+              MPI_Fint* comm, MPI_Fint* ierr) {
+    set_ierr(ierr, chorus_mpi::reduce(send_buffer(sendbuf), buffer(recvbuf), *count, PMPI_Type_f2c(*type),
+                                      PMPI_Op_f2c(*op), *root, PMPI_Comm_f2c(*comm)));
+}
+
+void f_reduce_scatter_block(void* sendbuf, void* recvbuf, MPI_Fint* recvcount, MPI_Fint* type, MPI_Fint* op,
+                            MPI_Fint* comm, MPI_Fint* ierr) {
+    set_ierr(ierr, chorus_mpi::reduce_scatter_block(send_buffer(sendbuf), buffer(recvbuf), *recvcount,
+                                                    PMPI_Type_f2c(*type), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
+}
+
+void f_reduce_scatter(void* sendbuf, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* type, MPI_Fint* op,
+                      MPI_Fint* comm, MPI_Fint* ierr) {
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    const int* counts;
+    std::vector<int> converted;
+    if constexpr (std::is_same<MPI_Fint, int>::value) {
+        counts = recvcounts;
+    } else {
+        int n = 0;
+        if (c != MPI_COMM_NULL) PMPI_Comm_size(c, &n);
+        converted.assign(recvcounts, recvcounts + n);
+        counts = converted.data();
+    }
+    set_ierr(ierr, chorus_mpi::reduce_scatter(send_buffer(sendbuf), buffer(recvbuf), counts, PMPI_Type_f2c(*type),
+                                              PMPI_Op_f2c(*op), c));
+}
+
+void f_allgather(void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount,
+                 MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* ierr) {
+    set_ierr(ierr, chorus_mpi::allgather(send_buffer(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype), buffer(recvbuf),
+                                         *recvcount, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm)));
+}
+
+}  // namespace
+
+// Five spellings of each subroutine, all calling the one above.
+#define CHORUS_FORTRAN(lower, upper, impl, params, args)  \
+    extern "C" void lower params { impl args; }          \
+    extern "C" void lower##_ params { impl args; }       \
+    extern "C" void lower##__ params { impl args; }      \
+    extern "C" void lower##_f08_ params { impl args; }   \
+    extern "C" void upper params { impl args; }
+
+CHORUS_FORTRAN(mpi_allreduce, MPI_ALLREDUCE, f_allreduce,
+               (void* s, void* r, MPI_Fint* n, MPI_Fint* t, MPI_Fint* o, MPI_Fint* c, MPI_Fint* e),
+               (s, r, n, t, o, c, e))
+CHORUS_FORTRAN(mpi_bcast, MPI_BCAST, f_bcast,
+               (void* b, MPI_Fint* n, MPI_Fint* t, MPI_Fint* root, MPI_Fint* c, MPI_Fint* e),
+               (b, n, t, root, c, e))
+CHORUS_FORTRAN(mpi_reduce, MPI_REDUCE, f_reduce,
+               (void* s, void* r, MPI_Fint* n, MPI_Fint* t, MPI_Fint* o, MPI_Fint* root, MPI_Fint* c, MPI_Fint* e),
+               (s, r, n, t, o, root, c, e))
+CHORUS_FORTRAN(mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK, f_reduce_scatter_block,
+               (void* s, void* r, MPI_Fint* n, MPI_Fint* t, MPI_Fint* o, MPI_Fint* c, MPI_Fint* e),
+               (s, r, n, t, o, c, e))
+CHORUS_FORTRAN(mpi_reduce_scatter, MPI_REDUCE_SCATTER, f_reduce_scatter,
+               (void* s, void* r, MPI_Fint* n, MPI_Fint* t, MPI_Fint* o, MPI_Fint* c, MPI_Fint* e),
+               (s, r, n, t, o, c, e))
+CHORUS_FORTRAN(mpi_allgather, MPI_ALLGATHER, f_allgather,
+               (void* s, MPI_Fint* sn, MPI_Fint* st, void* r, MPI_Fint* rn, MPI_Fint* rt, MPI_Fint* c, MPI_Fint* e),
+               (s, sn, st, r, rn, rt, c, e))

@@ -1,0 +1,199 @@
+// The interposer's settings (read once, on the first intercepted call after
+// MPI_Init), its statistics, the error class Chorus failures are raised in,
+// and the teardown before MPI_Finalize.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "interposer.h"
+
+namespace chorus_mpi {
+
+namespace {
+
+thread_local int t_inside = 0;
+
+struct State {
+    std::mutex mutex;                 // first-call initialization, error codes
+    std::atomic<bool> ready{false};   // settings read
+    std::atomic<bool> finished{false};  // torn down: everything passes through
+    Policy policy = Policy::All;
+    std::string policy_text = "all";
+    std::string bad_policy;           // the message for Policy::Bad
+    bool multiple = false;            // MPI_THREAD_MULTIPLE was provided
+    bool log_info = false;            // CHORUS_LOG=info or debug
+    int world_rank = 0;
+    std::atomic<unsigned long long> intercepted[kNumFns] = {};
+    std::atomic<unsigned long long> passed[kNumFns] = {};
+    int error_class = -1;
+    int error_codes[16] = {};         // per chorus_result_t, 0 until first used
+};
+
+State& state() {
+    static State* s = new State;  // never destroyed: used until the process exits
+    return *s;
+}
+
+void log_line(const char* level, const std::string& text) {
+    std::fprintf(stderr, "[chorus %s rank %d] %s\n", level, state().world_rank, text.c_str());
+}
+
+// Read CHORUS_MPI_INTERCEPT. Unset or empty means the default, "all".
+void read_policy(State& s) {
+    const char* v = std::getenv("CHORUS_MPI_INTERCEPT");
+    std::string text = v ? v : "";
+    if (text.empty() || text == "all") {
+        s.policy = Policy::All;
+        s.policy_text = "all";
+    } else if (text == "device") {
+        s.policy = Policy::Device;
+        s.policy_text = text;
+    } else if (text == "none") {
+        s.policy = Policy::None;
+        s.policy_text = text;
+    } else {
+        s.policy = Policy::Bad;
+        s.policy_text = text;
+        s.bad_policy = "CHORUS_MPI_INTERCEPT='" + text +
+                       "' is not a valid setting (expected all, device or none); the call was not run";
+    }
+}
+
+void initialize(State& s) {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.ready.load()) return;
+    read_policy(s);
+    const char* log = std::getenv("CHORUS_LOG");
+    s.log_info = log && (std::strcmp(log, "info") == 0 || std::strcmp(log, "debug") == 0);
+    int provided = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&provided);
+    s.multiple = provided == MPI_THREAD_MULTIPLE;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
+    init_comms();
+    if (s.log_info && s.world_rank == 0) {
+        std::string note;
+        if (s.policy == Policy::Device)
+            note = ": this build handles host memory only, so no call is run through Chorus";
+        else if (s.policy == Policy::None)
+            note = ": every call goes to MPI";
+        else if (s.multiple && s.policy == Policy::All)
+            note = ", but MPI_THREAD_MULTIPLE was provided: every call goes to MPI";
+        if (s.policy != Policy::Bad) log_line("info", "MPI interposer: CHORUS_MPI_INTERCEPT=" + s.policy_text + note);
+    }
+    s.ready.store(true);
+}
+
+}  // namespace
+
+const char* fn_name(Fn fn) {
+    switch (fn) {
+        case kAllreduce: return "MPI_Allreduce";
+        case kBcast: return "MPI_Bcast";
+        case kReduce: return "MPI_Reduce";
+        case kReduceScatterBlock: return "MPI_Reduce_scatter_block";
+        case kReduceScatter: return "MPI_Reduce_scatter";
+        case kAllgather: return "MPI_Allgather";
+        case kNumFns: break;
+    }
+    return "?";
+}
+
+InsideChorus::InsideChorus() { ++t_inside; }
+InsideChorus::~InsideChorus() { --t_inside; }
+bool inside_chorus() { return t_inside > 0; }
+
+Gate open_gate(Fn fn, MPI_Comm comm, int* error) {
+    if (t_inside > 0) return Gate::Quiet;
+    State& s = state();
+    if (!s.ready.load(std::memory_order_acquire)) {
+        int initialized = 0, finalized = 0;
+        PMPI_Initialized(&initialized);
+        PMPI_Finalized(&finalized);
+        if (!initialized || finalized) return Gate::Quiet;  // MPI reports the misuse itself
+        initialize(s);
+    }
+    if (s.finished.load(std::memory_order_acquire) || comm == MPI_COMM_NULL) return Gate::Pass;
+    switch (s.policy) {
+        case Policy::Bad:
+            *error = raise_error(comm, CHORUS_ERR_CONFIG, std::string(fn_name(fn)) + ": " + s.bad_policy);
+            return Gate::Refused;
+        case Policy::None:
+        case Policy::Device:  // no device buffers in this build: nothing qualifies
+            return Gate::Pass;
+        case Policy::All:
+            break;
+    }
+    return s.multiple ? Gate::Pass : Gate::Chorus;
+}
+
+void count_intercepted(Fn fn) { state().intercepted[fn].fetch_add(1, std::memory_order_relaxed); }
+void count_passed(Fn fn) { state().passed[fn].fetch_add(1, std::memory_order_relaxed); }
+
+int raise_error(MPI_Comm comm, chorus_result_t result, const std::string& message) {
+    State& s = state();
+    int code = MPI_ERR_OTHER;
+    {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        if (s.error_class < 0) {
+            int cls = -1;
+            if (PMPI_Add_error_class(&cls) == MPI_SUCCESS) {
+                s.error_class = cls;
+                PMPI_Add_error_string(cls, "Chorus error");
+            }
+        }
+        unsigned slot = static_cast<unsigned>(result) < 16 ? static_cast<unsigned>(result) : 0;
+        if (s.error_class >= 0 && s.error_codes[slot] == 0) {
+            int c = 0;
+            if (PMPI_Add_error_code(s.error_class, &c) == MPI_SUCCESS) s.error_codes[slot] = c;
+        }
+        if (s.error_codes[slot] != 0) {
+            code = s.error_codes[slot];
+            // The string of a code is replaced by the latest failure's message.
+            std::string text = std::string("Chorus (") + chorus_get_error_string(result) + "): " + message;
+            if (text.size() >= MPI_MAX_ERROR_STRING) text.resize(MPI_MAX_ERROR_STRING - 1);
+            PMPI_Add_error_string(code, text.c_str());
+        }
+    }
+    PMPI_Comm_call_errhandler(comm, code);
+    return code;
+}
+
+bool torn_down() { return state().finished.load(); }
+
+void teardown() {
+    State& s = state();
+    if (!s.ready.load() || s.finished.exchange(true)) return;
+    destroy_all_comms();
+    if (!s.log_info || s.world_rank != 0) return;
+    unsigned long long in = 0, out = 0;
+    for (int f = 0; f < kNumFns; ++f) {
+        in += s.intercepted[f].load();
+        out += s.passed[f].load();
+    }
+    log_line("info", "MPI interposer statistics (rank 0, CHORUS_MPI_INTERCEPT=" + s.policy_text + "): " +
+                         std::to_string(in) + " calls intercepted, " + std::to_string(out) + " passed through");
+    for (int f = 0; f < kNumFns; ++f) {
+        char line[160];
+        std::snprintf(line, sizeof line, "  %s: %llu intercepted, %llu passed through", fn_name(static_cast<Fn>(f)),
+                      s.intercepted[f].load(), s.passed[f].load());
+        log_line("info", line);
+    }
+}
+
+}  // namespace chorus_mpi
+
+// For tests and tools: calls run through Chorus, and calls handed to PMPI,
+// on this rank, over every intercepted function.
+extern "C" unsigned long long chorus_mpi_intercepted_calls(void) {
+    unsigned long long n = 0;
+    for (auto& c : chorus_mpi::state().intercepted) n += c.load();
+    return n;
+}
+
+extern "C" unsigned long long chorus_mpi_passed_calls(void) {
+    unsigned long long n = 0;
+    for (auto& c : chorus_mpi::state().passed) n += c.load();
+    return n;
+}

@@ -1,0 +1,121 @@
+! Fortran calls (use mpi) to the intercepted collectives, with MPI_IN_PLACE,
+! checked against references, and counted: every call below must have run
+! through Chorus when libchorus_mpi.so is preloaded. Floating results are
+! exact, so they are compared bit for bit.
+program fortran_calls
+  use mpi
+  use iso_c_binding, only: c_long_long
+  use iso_fortran_env, only: int32, int64
+  implicit none
+  interface
+    function intercepted_calls() bind(C, name="interposer_intercepted_calls") result(n)
+      import :: c_long_long
+      integer(c_long_long) :: n
+    end function
+  end interface
+  integer, parameter :: n = 6
+  integer :: ierr, rank, np, i, r, failures, calls, anyfail
+  integer :: ivals(n), iwant(n), counts(64), ones(128), got(4)
+  double precision :: dvals(3), dwant(3)
+  real :: rvals(4)
+  logical :: flag, both
+  integer(c_long_long) :: before, after
+
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, np, ierr)
+  failures = 0
+  calls = 0
+  before = intercepted_calls()
+
+  ! MPI_ALLREDUCE, integer sum, out of place
+  ivals = [(rank * 10 + i, i = 1, n)]
+  iwant = [(10 * np * (np - 1) / 2 + np * i, i = 1, n)]
+  call MPI_Allreduce(ivals, counts, n, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. all(counts(1:n) == iwant), 'MPI_ALLREDUCE integer sum')
+
+  ! MPI_ALLREDUCE in place, double precision max
+  dvals = rank + [1d0, 2d0, 3d0]
+  call MPI_Allreduce(MPI_IN_PLACE, dvals, 3, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  dwant = np - 1 + [1d0, 2d0, 3d0]
+  call expect(ierr == MPI_SUCCESS .and. all(transfer(dvals, 0_int64, 3) == transfer(dwant, 0_int64, 3)), &
+              'MPI_ALLREDUCE in place double precision max')
+
+  ! MPI_ALLREDUCE on LOGICAL
+  flag = rank == 0
+  call MPI_Allreduce(flag, both, 1, MPI_LOGICAL, MPI_LAND, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. (both .eqv. (np == 1)), 'MPI_ALLREDUCE logical land')
+  call MPI_Allreduce(flag, both, 1, MPI_LOGICAL, MPI_LOR, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. both, 'MPI_ALLREDUCE logical lor')
+
+  ! MPI_BCAST from the last rank, integer and real
+  ivals = rank
+  call MPI_Bcast(ivals, n, MPI_INTEGER, np - 1, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. all(ivals == np - 1), 'MPI_BCAST integer')
+  rvals = real(rank) + 0.5
+  call MPI_Bcast(rvals, 4, MPI_REAL, 0, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. all(transfer(rvals, 0_int32, 4) == transfer(0.5, 0_int32)), 'MPI_BCAST real')
+
+  ! MPI_REDUCE in place at the root
+  ivals = rank + 1
+  if (rank == 0) then
+    call MPI_Reduce(MPI_IN_PLACE, ivals, n, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
+  else
+    call MPI_Reduce(ivals, counts, n, MPI_INTEGER, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
+  end if
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. (rank /= 0 .or. all(ivals == np * (np + 1) / 2)), 'MPI_REDUCE in place')
+
+  ! MPI_ALLGATHER in place
+  counts = -1
+  counts(rank + 1) = rank * rank
+  call MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, counts, 1, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. all(counts(1:np) == [(r * r, r = 0, np - 1)]), 'MPI_ALLGATHER in place')
+
+  ! MPI_REDUCE_SCATTER_BLOCK in place, and MPI_REDUCE_SCATTER with a zero block
+  counts(1:np) = [(r + rank, r = 1, np)]
+  call MPI_Reduce_scatter_block(MPI_IN_PLACE, counts, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. counts(1) == np * (rank + 1) + np * (np - 1) / 2, &
+              'MPI_REDUCE_SCATTER_BLOCK in place')
+  counts(1:np) = 2
+  counts(1) = 0
+  ones = 1
+  got = -1
+  call MPI_Reduce_scatter(ones, got, counts, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. all(got(1:counts(rank + 1)) == np) .and. all(got(counts(rank + 1) + 1:) == -1), &
+              'MPI_REDUCE_SCATTER')
+
+  after = intercepted_calls()
+  if (after < 0) then
+    call expect(.false., 'libchorus_mpi.so is not loaded')
+  else
+    call expect(after - before == calls, 'interception count')
+  end if
+
+  call MPI_Allreduce(failures, anyfail, 1, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD, ierr)
+  if (rank == 0) print '(a, i0, a, i0, a)', 'fortran (use mpi): ', calls, ' calls at np=', np, &
+                                           merge(' passed', ' FAILED', anyfail == 0)
+  call MPI_Finalize(ierr)
+  if (anyfail /= 0) stop 1
+
+contains
+
+  subroutine expect(ok, what)
+    logical, intent(in) :: ok
+    character(*), intent(in) :: what
+    if (.not. ok) then
+      print '(a, i0, a, a)', 'rank ', rank, ': FAIL ', what
+      failures = failures + 1
+    end if
+  end subroutine
+
+end program

@@ -1,0 +1,50 @@
+! The same through the mpi_f08 module, whose calls reach the library under
+! other names (mpi_allreduce_f08_ ...).
+program fortran_f08
+  use mpi_f08
+  use iso_c_binding, only: c_long_long
+  use iso_fortran_env, only: int64
+  implicit none
+  interface
+    function intercepted_calls() bind(C, name="interposer_intercepted_calls") result(n)
+      import :: c_long_long
+      integer(c_long_long) :: n
+    end function
+  end interface
+  integer :: rank, np, i, failures, anyfail
+  integer :: ivals(4), isum(4)
+  double precision :: d(2)
+  integer(c_long_long) :: before, after
+
+  call MPI_Init()
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  call MPI_Comm_size(MPI_COMM_WORLD, np)
+  failures = 0
+  before = intercepted_calls()
+
+  ivals = [(rank + i, i = 1, 4)]
+  call MPI_Allreduce(ivals, isum, 4, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+  if (any(isum /= [(np * i + np * (np - 1) / 2, i = 1, 4)])) call fail('MPI_Allreduce')
+  d = [dble(rank), -dble(rank)]
+  call MPI_Allreduce(MPI_IN_PLACE, d, 2, MPI_DOUBLE_PRECISION, MPI_MIN, MPI_COMM_WORLD)
+  if (any(transfer(d, 0_int64, 2) /= transfer([0d0, -dble(np - 1)], 0_int64, 2))) call fail('MPI_Allreduce in place')
+  ivals = rank
+  call MPI_Bcast(ivals, 4, MPI_INTEGER, np - 1, MPI_COMM_WORLD)
+  if (any(ivals /= np - 1)) call fail('MPI_Bcast')
+
+  after = intercepted_calls()
+  if (after - before /= 3) call fail('interception count')
+  call MPI_Allreduce(failures, anyfail, 1, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD)
+  if (rank == 0) print '(a, i0, a)', 'fortran (use mpi_f08) at np=', np, merge(' passed', ' FAILED', anyfail == 0)
+  call MPI_Finalize()
+  if (anyfail /= 0) stop 1
+
+contains
+
+  subroutine fail(what)
+    character(*), intent(in) :: what
+    print '(a, i0, a, a)', 'rank ', rank, ': FAIL ', what
+    failures = failures + 1
+  end subroutine
+
+end program
