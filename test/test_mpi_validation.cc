@@ -1,0 +1,170 @@
+// Bad input at every C entry point: each class of mistake gets its specific
+// result code (never a crash, an abort or a hang), and the message names the
+// argument. Prints the table of what each entry point returned.
+#include <catch2/catch.hpp>
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "chorus.h"
+
+namespace {
+
+struct Probe {
+    const char* klass;     // the kind of mistake
+    chorus_result_t want;  // what every entry point must return
+    const char* names;     // a word the message must contain
+};
+
+}  // namespace
+
+TEST_CASE("every entry point refuses each class of bad input with its own code", "[mpi][errors]") {
+    int me = 0, p = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    chorus_comm_t c = nullptr, dead = nullptr;
+    REQUIRE(chorus_comm_create(MPI_COMM_WORLD, &c) == CHORUS_SUCCESS);
+    REQUIRE(chorus_comm_create(MPI_COMM_WORLD, &dead) == CHORUS_SUCCESS);
+    REQUIRE(chorus_comm_destroy(dead) == CHORUS_SUCCESS);
+    std::vector<float> x(64), y(64 * 8);
+    chorus_request_t req = nullptr;
+    const auto F = CHORUS_FLOAT32;
+    const auto S = CHORUS_SUM;
+    const auto bad_dt = static_cast<chorus_datatype_t>(99);
+    const auto bad_op = static_cast<chorus_op_t>(-3);
+    const size_t huge = SIZE_MAX / 2;
+    size_t counts[64] = {};
+
+    // One call per (entry point, class); a class an entry point has no such
+    // argument for is left out.
+    using Call = std::function<chorus_result_t()>;
+    struct Row {
+        const char* fn;
+        std::map<std::string, Call> calls;
+    };
+    std::vector<Row> rows = {
+        {"chorus_allreduce",
+         {{"NULL comm", [&] { return chorus_allreduce(x.data(), y.data(), 1, F, S, nullptr, nullptr); }},
+          {"destroyed comm", [&] { return chorus_allreduce(x.data(), y.data(), 1, F, S, dead, nullptr); }},
+          {"NULL buffer", [&] { return chorus_allreduce(nullptr, y.data(), 1, F, S, c, nullptr); }},
+          {"bad datatype", [&] { return chorus_allreduce(x.data(), y.data(), 1, bad_dt, S, c, nullptr); }},
+          {"bad op", [&] { return chorus_allreduce(x.data(), y.data(), 1, F, bad_op, c, nullptr); }},
+          {"datatype/op pair", [&] { return chorus_allreduce(x.data(), y.data(), 1, F, CHORUS_BXOR, c, nullptr); }},
+          {"size overflow", [&] { return chorus_allreduce(x.data(), y.data(), huge, F, S, c, nullptr); }},
+          {"overlap", [&] { return chorus_allreduce(x.data(), x.data() + 1, 4, F, S, c, nullptr); }}}},
+        {"chorus_iallreduce",
+         {{"NULL comm", [&] { return chorus_iallreduce(x.data(), y.data(), 1, F, S, nullptr, nullptr, &req); }},
+          {"NULL output", [&] { return chorus_iallreduce(x.data(), y.data(), 1, F, S, c, nullptr, nullptr); }},
+          {"bad op", [&] { return chorus_iallreduce(x.data(), y.data(), 1, F, bad_op, c, nullptr, &req); }}}},
+        {"chorus_broadcast",
+         {{"NULL comm", [&] { return chorus_broadcast(x.data(), y.data(), 1, F, 0, nullptr, nullptr); }},
+          {"destroyed comm", [&] { return chorus_broadcast(x.data(), y.data(), 1, F, 0, dead, nullptr); }},
+          {"NULL buffer", [&] { return chorus_broadcast(x.data(), nullptr, 1, F, 0, c, nullptr); }},
+          {"bad datatype", [&] { return chorus_broadcast(x.data(), y.data(), 1, bad_dt, 0, c, nullptr); }},
+          {"root out of range", [&] { return chorus_broadcast(x.data(), y.data(), 1, F, p, c, nullptr); }},
+          {"size overflow", [&] { return chorus_broadcast(x.data(), y.data(), huge, F, 0, c, nullptr); }},
+          {"NULL output", [&] { return chorus_ibroadcast(x.data(), y.data(), 1, F, 0, c, nullptr, nullptr); }}}},
+        {"chorus_reduce",
+         {{"NULL comm", [&] { return chorus_reduce(x.data(), y.data(), 1, F, S, 0, nullptr, nullptr); }},
+          {"destroyed comm", [&] { return chorus_reduce(x.data(), y.data(), 1, F, S, 0, dead, nullptr); }},
+          {"NULL buffer", [&] { return chorus_reduce(nullptr, y.data(), 1, F, S, 0, c, nullptr); }},
+          {"bad datatype", [&] { return chorus_reduce(x.data(), y.data(), 1, bad_dt, S, 0, c, nullptr); }},
+          {"bad op", [&] { return chorus_reduce(x.data(), y.data(), 1, F, bad_op, 0, c, nullptr); }},
+          {"datatype/op pair", [&] { return chorus_reduce(x.data(), y.data(), 1, F, CHORUS_LAND, 0, c, nullptr); }},
+          {"root out of range", [&] { return chorus_reduce(x.data(), y.data(), 1, F, S, -1, c, nullptr); }},
+          {"size overflow", [&] { return chorus_reduce(x.data(), y.data(), huge, F, S, 0, c, nullptr); }},
+          {"NULL output", [&] { return chorus_ireduce(x.data(), y.data(), 1, F, S, 0, c, nullptr, nullptr); }}}},
+        {"chorus_reduce_scatter",
+         {{"NULL comm", [&] { return chorus_reduce_scatter(x.data(), y.data(), 1, F, S, nullptr, nullptr); }},
+          {"destroyed comm", [&] { return chorus_reduce_scatter(x.data(), y.data(), 1, F, S, dead, nullptr); }},
+          {"NULL buffer", [&] { return chorus_reduce_scatter(nullptr, y.data(), 1, F, S, c, nullptr); }},
+          {"bad datatype", [&] { return chorus_reduce_scatter(x.data(), y.data(), 1, bad_dt, S, c, nullptr); }},
+          {"bad op", [&] { return chorus_reduce_scatter(x.data(), y.data(), 1, F, bad_op, c, nullptr); }},
+          {"datatype/op pair", [&] { return chorus_reduce_scatter(x.data(), y.data(), 1, F, CHORUS_BOR, c, nullptr); }},
+          {"size overflow", [&] { return chorus_reduce_scatter(x.data(), y.data(), huge, F, S, c, nullptr); }},
+          {"overlap", [&] { return chorus_reduce_scatter(y.data(), y.data() + 1, 2, F, S, c, nullptr); }},
+          {"NULL output", [&] { return chorus_ireduce_scatter(x.data(), y.data(), 1, F, S, c, nullptr, nullptr); }}}},
+        {"chorus_reduce_scatterv",
+         {{"NULL comm", [&] { return chorus_reduce_scatterv(x.data(), y.data(), counts, F, S, nullptr, nullptr); }},
+          {"NULL recvcounts", [&] { return chorus_reduce_scatterv(x.data(), y.data(), nullptr, F, S, c, nullptr); }},
+          {"bad op", [&] { return chorus_reduce_scatterv(x.data(), y.data(), counts, F, bad_op, c, nullptr); }},
+          {"NULL output", [&] { return chorus_ireduce_scatterv(x.data(), y.data(), counts, F, S, c, nullptr, nullptr); }}}},
+        {"chorus_allgather",
+         {{"NULL comm", [&] { return chorus_allgather(x.data(), y.data(), 1, F, nullptr, nullptr); }},
+          {"destroyed comm", [&] { return chorus_allgather(x.data(), y.data(), 1, F, dead, nullptr); }},
+          {"NULL buffer", [&] { return chorus_allgather(x.data(), nullptr, 1, F, c, nullptr); }},
+          {"bad datatype", [&] { return chorus_allgather(x.data(), y.data(), 1, bad_dt, c, nullptr); }},
+          {"size overflow", [&] { return chorus_allgather(x.data(), y.data(), huge, F, c, nullptr); }},
+          {"overlap", [&] { return chorus_allgather(y.data() + 1, y.data(), 4, F, c, nullptr); }},
+          {"NULL output", [&] { return chorus_iallgather(x.data(), y.data(), 1, F, c, nullptr, nullptr); }}}},
+        {"chorus_comm_create",
+         {{"NULL output", [&] { return chorus_comm_create(MPI_COMM_WORLD, nullptr); }},
+          {"MPI_COMM_NULL", [&] {
+               chorus_comm_t t = nullptr;
+               return chorus_comm_create(MPI_COMM_NULL, &t);
+           }}}},
+        {"chorus_comm_destroy",
+         {{"NULL comm", [&] { return chorus_comm_destroy(nullptr); }},
+          {"destroyed comm", [&] { return chorus_comm_destroy(dead); }}}},
+        {"chorus_comm_rank/size",
+         {{"NULL output", [&] { return chorus_comm_rank(c, nullptr); }},
+          {"destroyed comm", [&] {
+               int n;
+               return chorus_comm_size(dead, &n);
+           }}}},
+        {"chorus_comm_abort", {{"destroyed comm", [&] { return chorus_comm_abort(dead); }}}},
+        {"chorus_test/wait",
+         {{"NULL request", [&] { return chorus_wait(nullptr); }},
+          {"NULL output", [&] { return chorus_test(reinterpret_cast<chorus_request_t>(12345), nullptr); }},
+          {"stale request", [&] {
+               int done;
+               return chorus_test(reinterpret_cast<chorus_request_t>(987654321), &done);
+           }}}},
+    };
+    const std::map<std::string, Probe> expect = {
+        {"NULL comm", {"NULL comm", CHORUS_ERR_INVALID_ARGUMENT, "comm"}},
+        {"destroyed comm", {"destroyed comm", CHORUS_ERR_INVALID_ARGUMENT, "comm"}},
+        {"NULL buffer", {"NULL buffer", CHORUS_ERR_INVALID_ARGUMENT, "buf"}},
+        {"bad datatype", {"bad datatype", CHORUS_ERR_INVALID_ARGUMENT, "datatype"}},
+        {"bad op", {"bad op", CHORUS_ERR_INVALID_ARGUMENT, "op"}},
+        {"datatype/op pair", {"datatype/op pair", CHORUS_ERR_UNSUPPORTED, "float32"}},
+        {"root out of range", {"root out of range", CHORUS_ERR_INVALID_ARGUMENT, "root"}},
+        {"size overflow", {"size overflow", CHORUS_ERR_INVALID_ARGUMENT, "overflow"}},
+        {"overlap", {"overlap", CHORUS_ERR_INVALID_ARGUMENT, "overlap"}},
+        {"NULL output", {"NULL output", CHORUS_ERR_INVALID_ARGUMENT, "NULL"}},
+        {"NULL recvcounts", {"NULL recvcounts", CHORUS_ERR_INVALID_ARGUMENT, "recvcounts"}},
+        {"MPI_COMM_NULL", {"MPI_COMM_NULL", CHORUS_ERR_INVALID_ARGUMENT, "MPI_COMM_NULL"}},
+        {"NULL request", {"NULL request", CHORUS_ERR_INVALID_ARGUMENT, "request"}},
+        {"stale request", {"stale request", CHORUS_ERR_INVALID_ARGUMENT, "request"}},
+    };
+    std::string table;
+    for (auto& row : rows) {
+        table += std::string("| ") + row.fn + " |";
+        for (auto& [klass, call] : row.calls) {
+            const Probe& probe = expect.at(klass);
+            chorus_result_t rc = call();
+            // Messages about a communicator that is not live are thread-wide.
+            std::string msg = chorus_comm_last_error(klass == "destroyed comm" || klass == "NULL comm" ||
+                                                             row.fn == std::string("chorus_test/wait") ||
+                                                             row.fn == std::string("chorus_comm_create")
+                                                         ? nullptr
+                                                         : c);
+            INFO(row.fn << " / " << klass << ": " << chorus_get_error_string(rc) << ": " << msg);
+            CHECK(rc == probe.want);
+            CHECK(msg.find(probe.names) != std::string::npos);
+            table += " " + klass + ": " + chorus_get_error_string(rc) + ";";
+        }
+        table += "\n";
+    }
+    if (me == 0) std::printf("%s", table.c_str());
+    // Nothing above started a collective: the communicator still works.
+    float one = 1, sum = 0;
+    REQUIRE(chorus_allreduce(&one, &sum, 1, F, S, c, nullptr) == CHORUS_SUCCESS);
+    REQUIRE(sum == float(p));
+    REQUIRE(chorus_comm_destroy(c) == CHORUS_SUCCESS);
+}
