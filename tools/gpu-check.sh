@@ -98,7 +98,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 [ -d "$CARRY/catch2/pkgconfig" ] && export PKG_CONFIG_PATH=$CARRY/catch2/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 TOOLS=/tmp/chorus-gpu-tools
 mkdir -p "$TOOLS"
-if ! command -v pkg-config >/dev/null && [ -x "$CARRY/pkgconf/pkgconf" ]; then
+works() { "$@" --version >/dev/null 2>&1; }
+if ! works pkg-config && [ -x "$CARRY/pkgconf/pkgconf" ]; then
   # shellcheck disable=SC2016  # expanded by the wrapper, not here
   printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' \
     "$CARRY/pkgconf" "$CARRY/pkgconf/pkgconf" >"$TOOLS/pkg-config"
@@ -106,9 +107,9 @@ if ! command -v pkg-config >/dev/null && [ -x "$CARRY/pkgconf/pkgconf" ]; then
   export PATH=$TOOLS:$PATH
   say "pkg-config: carried pkgconf"
 fi
-if command -v meson >/dev/null; then
+if works meson; then
   MESON=(meson)
-elif python3 -c 'import mesonbuild' 2>/dev/null; then
+elif works python3 -m mesonbuild.mesonmain; then
   MESON=(python3 -m mesonbuild.mesonmain)
 elif ls "$CARRY"/wheels/meson-*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target "$TOOLS/site" "$CARRY"/wheels/*.whl >>"$LOG" 2>&1
@@ -118,7 +119,7 @@ elif ls "$CARRY"/wheels/meson-*.whl >/dev/null 2>&1; then
 else
   say "FATAL: no meson (neither installed nor carried: run --prepare here)"; exit 1
 fi
-if ! command -v ninja >/dev/null && python3 -c 'import ninja' 2>/dev/null; then
+if ! works ninja && works python3 -m ninja; then
   printf '#!/bin/sh\nexec python3 -m ninja "$@"\n' >"$TOOLS/ninja" && chmod +x "$TOOLS/ninja" && export PATH=$TOOLS:$PATH
 fi
 
@@ -135,6 +136,10 @@ if [ -f "$BUILD/build.ninja" ]; then
   logged "${MESON[@]}" configure "$BUILD" -Dgpu_archs="$ARCHS" && BUILD_OK=1
 else
   logged "${MESON[@]}" setup "$BUILD" "$ROOT" -Dcuda=enabled -Dtests=true -Dgpu_archs="$ARCHS" && BUILD_OK=1
+fi
+if ((BUILD_OK)) && ! ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q '^test/gpu/test_gpu_reducer:'; then
+  say "the build defines no test/gpu targets: test/meson.build needs subdir('gpu')"
+  BUILD_OK=0
 fi
 if ((BUILD_OK)); then
   BUILD_OK=0

@@ -12,5 +12,5 @@ meson compile -C build >/dev/null
 mkdir -p results
 mpirun -np 2 build/perf/chorus-bench allreduce -c -m 4:64M \
   --csv results/allreduce-np2.csv --json results/allreduce-np2.json "$@"
-python3 perf/plot.py -o results/allreduce-np2.png results/allreduce-np2.csv
+/usr/bin/python3 perf/plot.py -o results/allreduce-np2.png results/allreduce-np2.csv
 echo "plot: results/allreduce-np2.png"
