@@ -2,7 +2,6 @@
 // call fails cleanly with CHORUS_ERR_CUDA; with one, the basic calls work.
 // The reductions themselves are checked on a GPU by test_gpu_reducer.
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -117,7 +116,7 @@ TEST_CASE("gpu: with a GPU the basic calls work", "[unit][gpu]") {
     for (size_t i = 0; i < n; ++i) p[i] = static_cast<float>(i % 1000);
     gpu::copy_async(dev, pinned, n * sizeof(float), stream);
     gpu::reduce_async(CHORUS_FLOAT32, CHORUS_AVG, dev, dev, dev, n, stream);  // x + x
-    gpu::divide_async(CHORUS_FLOAT32, dev, n, 2, stream);                      // back to x
+    gpu::divide_async(CHORUS_FLOAT32, dev, n, 2, stream);                     // back to x
     gpu::reduce_async(CHORUS_FLOAT32, CHORUS_MAX, dev, dev, pinned, n, stream);
     gpu::copy_async(host.data(), dev, n * sizeof(float), stream);
     gpu::record_event(ev, stream);

@@ -45,14 +45,22 @@ void fill(chorus_datatype_t dt, unsigned char* p, size_t n, uint64_t seed) {
     static const uint32_t f32_special[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
                                            0xffc00000u, 0x7fc12345u, 0x7f812345u, 0xff800001u, 0x00000001u,
                                            0x807fffffu, 0x00800000u, 0x7f7fffffu, 0x3f800000u, 0xbf800000u};
-    static const uint64_t f64_special[] = {0x0ull, 0x8000000000000000ull, 0x7ff0000000000000ull,
-                                           0xfff0000000000000ull, 0x7ff8000000000000ull, 0xfff8000000000000ull,
-                                           0x7ff8000000012345ull, 0x7ff0000000012345ull, 0x0000000000000001ull,
-                                           0x800fffffffffffffull, 0x7fefffffffffffffull, 0x3ff0000000000000ull};
-    static const uint16_t f16_special[] = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7d01, 0x7e55,
-                                           0x0001, 0x83ff, 0x0400, 0x7bff, 0x3c00, 0xbc00};
-    static const uint16_t bf16_special[] = {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc0, 0x7f81, 0x7fd5,
-                                            0x0001, 0x807f, 0x0080, 0x7f7f, 0x3f80, 0xbf80};
+    static const uint64_t f64_special[] = {0x0ull,
+                                           0x8000000000000000ull,
+                                           0x7ff0000000000000ull,
+                                           0xfff0000000000000ull,
+                                           0x7ff8000000000000ull,
+                                           0xfff8000000000000ull,
+                                           0x7ff8000000012345ull,
+                                           0x7ff0000000012345ull,
+                                           0x0000000000000001ull,
+                                           0x800fffffffffffffull,
+                                           0x7fefffffffffffffull,
+                                           0x3ff0000000000000ull};
+    static const uint16_t f16_special[] = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7d01,
+                                           0x7e55, 0x0001, 0x83ff, 0x0400, 0x7bff, 0x3c00, 0xbc00};
+    static const uint16_t bf16_special[] = {0x0000, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc0, 0x7f81,
+                                            0x7fd5, 0x0001, 0x807f, 0x0080, 0x7f7f, 0x3f80, 0xbf80};
     for (size_t i = 0; i < n; ++i) {
         const uint64_t r = splitmix(s);
         const unsigned pick = static_cast<unsigned>(r >> 56);  // 0..255
@@ -66,7 +74,8 @@ void fill(chorus_datatype_t dt, unsigned char* p, size_t n, uint64_t seed) {
                 else if (pick < 60)
                     u = static_cast<uint32_t>(v) & 0x807fffffu;  // subnormal
                 else  // exponents around 1, so sums and products stay mostly finite
-                    u = (static_cast<uint32_t>(v) & 0x807fffffu) | ((112u + static_cast<uint32_t>(v >> 40) % 32u) << 23);
+                    u = (static_cast<uint32_t>(v) & 0x807fffffu) |
+                        ((112u + static_cast<uint32_t>(v >> 40) % 32u) << 23);
                 std::memcpy(e, &u, 4);
                 break;
             }
@@ -94,8 +103,10 @@ void fill(chorus_datatype_t dt, unsigned char* p, size_t n, uint64_t seed) {
             default: {
                 // Integers: full-range bits (wraparound), with zeros and small
                 // values for the logical operators and for division.
-                if (pick < 32) v = 0;
-                else if (pick < 64) v = v % 5;
+                if (pick < 32)
+                    v = 0;
+                else if (pick < 64)
+                    v = v % 5;
                 std::memcpy(e, &v, sz);
                 break;
             }

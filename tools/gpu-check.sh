@@ -132,8 +132,13 @@ say "GPU: ${GPU_NAME:-none visible}; nvcc ${NVCC_VER:-missing}; c++ ${CXX_VER:-m
 # Build: only what runs here.
 TARGETS=(test/gpu/test_gpu_api test/gpu/test_gpu_reducer perf/chorus-bench)
 BUILD_OK=0
+# A build folder from an earlier run is reused when this meson can read it.
+if [ -f "$BUILD/build.ninja" ] && ! "${MESON[@]}" configure "$BUILD" -Dgpu_archs="$ARCHS" >>"$LOG" 2>&1; then
+  say "the build folder $BUILD is not usable by this meson: starting afresh"
+  rm -rf "$BUILD"
+fi
 if [ -f "$BUILD/build.ninja" ]; then
-  logged "${MESON[@]}" configure "$BUILD" -Dgpu_archs="$ARCHS" && BUILD_OK=1
+  BUILD_OK=1
 else
   logged "${MESON[@]}" setup "$BUILD" "$ROOT" -Dcuda=enabled -Dtests=true -Dgpu_archs="$ARCHS" && BUILD_OK=1
 fi
@@ -180,7 +185,7 @@ else
   cp "$BUILD/meson-logs/testlog.txt" "$LOGDIR/testlog.txt" 2>/dev/null
   REDUCER_RESULT=$(grep -E '^(RESULT|SKIP)' "$BUILD/meson-logs/testlog.txt" 2>/dev/null || echo "no RESULT lines")
   grep -q '^SKIP' <<<"$REDUCER_RESULT" && FAILED=1
-  BENCH_LINES=$("$BUILD/test/gpu/test_gpu_reducer" --bench 2>&1 | tee -a "$LOG" | grep '^BENCH' || true)
+  BENCH_LINES=$("$BUILD/test/gpu/test_gpu_reducer" --bench 2>&1 | tee -a "$LOG" | grep -E '^(BENCH|SKIP|FAILED)' || true)
 fi
 
 # ---------------------------------------------------------------------------
@@ -228,11 +233,11 @@ if ((BUILD_OK)) && [ "$MODE" = run ] && ((COLLECTIVES)); then collectives; fi
   echo "kernels vs host_reduce (bitwise):"
   while read -r tag dt res rest; do
     [ "$tag" = RESULT ] && printf '  %-10s %-5s %s\n' "$dt" "$res" "$rest"
-    [ "$tag" = SKIP ] && echo "  SKIPPED: $dt $res $rest"
+    [ "$tag" = SKIP: ] && echo "  skipped: $dt $res $rest"
   done <<<"$REDUCER_RESULT"
   [ "$REDUCER_RESULT" = "not run" ] || [ "$REDUCER_RESULT" = "dry run" ] && echo "  $REDUCER_RESULT"
   echo "bandwidth (float32, 256 MiB, bytes read + written):"
-  if [ -n "$BENCH_LINES" ]; then echo "${BENCH_LINES//BENCH /  }"; else echo "  not run"; fi
+  if [ -n "$BENCH_LINES" ]; then sed -e 's/^BENCH //' -e 's/^/  /' <<<"$BENCH_LINES"; else echo "  not run"; fi
   printf '%-12s %s\n' collectives "$COLL_RESULT"
   printf '%-12s %s\n' logs "$LOGDIR"
   echo "result: $( ((FAILED)) && echo FAILED || echo ok)"

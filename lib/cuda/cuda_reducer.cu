@@ -61,7 +61,9 @@ struct NanBits<double> {
     __device__ static double quiet(double v) {
         return __longlong_as_double(__double_as_longlong(v) | 0x0008000000000000ll);
     }
-    __device__ static double default_nan() { return __longlong_as_double(static_cast<long long>(0xfff8000000000000ull)); }
+    __device__ static double default_nan() {
+        return __longlong_as_double(static_cast<long long>(0xfff8000000000000ull));
+    }
 };
 
 // The NaN x86 gives for `x op y` when the result r is NaN.
@@ -126,8 +128,8 @@ __device__ __forceinline__ void store_bytes(void* base, size_t i, T v) {
 }
 
 template <typename Op, typename T>
-__global__ void __launch_bounds__(kThreads) reduce_kernel(T* d, const T* a, const T* b, size_t n, int mode,
-                                                           size_t head) {
+__global__ void __launch_bounds__(kThreads)
+    reduce_kernel(T* d, const T* a, const T* b, size_t n, int mode, size_t head) {
     const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
     if (mode == kVector) {
@@ -185,7 +187,8 @@ __global__ void __launch_bounds__(kThreads) divide_kernel(T* d, size_t n, int di
 
 void check_launch(const char* what) {
     const cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) fail(CHORUS_ERR_CUDA, what, ": ", cudaGetErrorString(err), " (CUDA error ", static_cast<int>(err), ")");
+    if (err != cudaSuccess)
+        fail(CHORUS_ERR_CUDA, what, ": ", cudaGetErrorString(err), " (CUDA error ", static_cast<int>(err), ")");
 }
 
 // Blocks for `work` items: enough for one item per thread, at most one full
@@ -194,7 +197,8 @@ unsigned grid_for(size_t work) {
     constexpr int kMaxDevices = 64;
     static std::atomic<int> sms_of[kMaxDevices];  // zero: not asked yet
     int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < kMaxDevices) sms = sms_of[dev].load(std::memory_order_relaxed);
+    if (cudaGetDevice(&dev) == cudaSuccess && dev >= 0 && dev < kMaxDevices)
+        sms = sms_of[dev].load(std::memory_order_relaxed);
     if (sms == 0) {
         if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0) {
             (void)cudaGetLastError();
@@ -252,18 +256,54 @@ void launch_divide(void* d, size_t n, int divisor, cudaStream_t s) {
 
 template <int DT>
 struct TypeOf;
-template <> struct TypeOf<CHORUS_INT8> { using type = int8_t; };
-template <> struct TypeOf<CHORUS_UINT8> { using type = uint8_t; };
-template <> struct TypeOf<CHORUS_INT16> { using type = int16_t; };
-template <> struct TypeOf<CHORUS_UINT16> { using type = uint16_t; };
-template <> struct TypeOf<CHORUS_INT32> { using type = int32_t; };
-template <> struct TypeOf<CHORUS_UINT32> { using type = uint32_t; };
-template <> struct TypeOf<CHORUS_INT64> { using type = int64_t; };
-template <> struct TypeOf<CHORUS_UINT64> { using type = uint64_t; };
-template <> struct TypeOf<CHORUS_FLOAT16> { using type = Half; };
-template <> struct TypeOf<CHORUS_BFLOAT16> { using type = BFloat16; };
-template <> struct TypeOf<CHORUS_FLOAT32> { using type = float; };
-template <> struct TypeOf<CHORUS_FLOAT64> { using type = double; };
+template <>
+struct TypeOf<CHORUS_INT8> {
+    using type = int8_t;
+};
+template <>
+struct TypeOf<CHORUS_UINT8> {
+    using type = uint8_t;
+};
+template <>
+struct TypeOf<CHORUS_INT16> {
+    using type = int16_t;
+};
+template <>
+struct TypeOf<CHORUS_UINT16> {
+    using type = uint16_t;
+};
+template <>
+struct TypeOf<CHORUS_INT32> {
+    using type = int32_t;
+};
+template <>
+struct TypeOf<CHORUS_UINT32> {
+    using type = uint32_t;
+};
+template <>
+struct TypeOf<CHORUS_INT64> {
+    using type = int64_t;
+};
+template <>
+struct TypeOf<CHORUS_UINT64> {
+    using type = uint64_t;
+};
+template <>
+struct TypeOf<CHORUS_FLOAT16> {
+    using type = Half;
+};
+template <>
+struct TypeOf<CHORUS_BFLOAT16> {
+    using type = BFloat16;
+};
+template <>
+struct TypeOf<CHORUS_FLOAT32> {
+    using type = float;
+};
+template <>
+struct TypeOf<CHORUS_FLOAT64> {
+    using type = double;
+};
 
 // The same rule as op_supported (host_reducer.cc): the arithmetic operators
 // on every type, the rest on integer types only.
@@ -333,7 +373,8 @@ void reduce_async(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a
 void divide_async(chorus_datatype_t dt, void* dst, size_t count, int divisor, void* stream) {
     require("divide_async");
     const int idt = static_cast<int>(dt);
-    if (idt < 0 || idt >= CHORUS_NUM_DATATYPES) fail(CHORUS_ERR_INVALID_ARGUMENT, "divide_async: invalid datatype ", idt);
+    if (idt < 0 || idt >= CHORUS_NUM_DATATYPES)
+        fail(CHORUS_ERR_INVALID_ARGUMENT, "divide_async: invalid datatype ", idt);
     if (divisor < 1) fail(CHORUS_ERR_INVALID_ARGUMENT, "divide_async: divisor ", divisor, " is below 1");
     // x / 1 == x for every type; skipping also leaves NaN payloads alone, as
     // host_divide does.
