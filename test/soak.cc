@@ -14,22 +14,10 @@
 #include <vector>
 
 #include "chorus.h"
+#include "mpi_test_util.h"
 #include "reference.h"
 
-namespace {
-
-size_t rss_kib() {
-    size_t kib = 0;
-    if (FILE* f = std::fopen("/proc/self/status", "r")) {
-        char line[256];
-        while (std::fgets(line, sizeof line, f))
-            if (std::sscanf(line, "VmRSS: %zu kB", &kib) == 1) break;
-        std::fclose(f);
-    }
-    return kib;
-}
-
-}  // namespace
+using mpitest::rss_kib;
 
 int main(int argc, char** argv) {
     MPI_Init(&argc, &argv);

@@ -9,7 +9,10 @@
 #include <vector>
 
 #include "chorus.h"
+#include "mpi_test_util.h"
 #include "reference.h"
+
+using mpitest::all_ranks;
 
 namespace {
 
@@ -20,14 +23,6 @@ struct World {
         MPI_Comm_size(MPI_COMM_WORLD, &size);
     }
 };
-
-// Every rank's verdict, so that all ranks fail together (and none waits in a
-// collective the others skipped).
-bool all_ranks(bool ok) {
-    int mine = ok ? 1 : 0, all = 0;
-    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return all == 1;
-}
 
 struct Comm {
     chorus_comm_t c = nullptr;

@@ -10,25 +10,14 @@
 #include <vector>
 
 #include "chorus.h"
+#include "mpi_test_util.h"
 #include "reference.h"
 
-namespace {
+using mpitest::all_ranks;
+using mpitest::world_rank;
+using mpitest::world_size;
 
-int world_rank() {
-    int r;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    return r;
-}
-int world_size() {
-    int n;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    return n;
-}
-bool all_ranks(bool ok) {
-    int mine = ok ? 1 : 0, all = 0;
-    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return all == 1;
-}
+namespace {
 
 // A communicator that forces `algo` for `coll` (CHORUS_ALGO is read at
 // creation).

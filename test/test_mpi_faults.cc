@@ -15,24 +15,14 @@
 #include <vector>
 
 #include "chorus.h"
+#include "mpi_test_util.h"
+
+using mpitest::all_ranks;
+using mpitest::rss_kib;
+using mpitest::world_rank;
+using mpitest::world_size;
 
 namespace {
-
-int world_rank() {
-    int r;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    return r;
-}
-int world_size() {
-    int n;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
-    return n;
-}
-bool all_ranks(bool ok) {
-    int mine = ok ? 1 : 0, all = 0;
-    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return all == 1;
-}
 
 chorus_comm_t make_comm(const char* settings) {
     // settings: "NAME=VALUE NAME=VALUE"
@@ -59,17 +49,6 @@ size_t open_fds() {
         closedir(d);
     }
     return n;
-}
-
-size_t rss_kib() {
-    size_t kib = 0;
-    if (FILE* f = std::fopen("/proc/self/status", "r")) {
-        char line[256];
-        while (std::fgets(line, sizeof line, f))
-            if (std::sscanf(line, "VmRSS: %zu kB", &kib) == 1) break;
-        std::fclose(f);
-    }
-    return kib;
 }
 
 }  // namespace
