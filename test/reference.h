@@ -22,19 +22,12 @@
 
 #include "chorus.h"
 #include "half.h"
+#include "seeds.h"
 
 namespace ref {
 
-inline uint64_t mix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-inline uint64_t bits(uint64_t seed, int rank, size_t i) {
-    return mix(seed ^ mix((static_cast<uint64_t>(rank) << 40) ^ i));
-}
+using seeds::bits;
+using seeds::mix;
 
 inline bool is_float(chorus_datatype_t dt) {
     return dt == CHORUS_FLOAT16 || dt == CHORUS_BFLOAT16 || dt == CHORUS_FLOAT32 || dt == CHORUS_FLOAT64;

@@ -11,19 +11,12 @@
 #include <vector>
 
 #include "mpi_checks.h"
+#include "../seeds.h"
 
 namespace checks {
 
-inline uint64_t mix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-inline uint64_t bits(uint64_t seed, int rank, size_t i) {
-    return mix(seed ^ mix((static_cast<uint64_t>(rank) << 40) ^ i));
-}
+using seeds::bits;
+using seeds::mix;
 
 // Bytes that rank `rank` contributes: any pattern will do for data movement.
 inline std::vector<unsigned char> seeded_bytes(uint64_t seed, int rank, size_t n) {
