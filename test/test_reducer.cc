@@ -612,27 +612,12 @@ TEST_CASE("op_supported: arithmetic ops on every datatype, bitwise and logical o
 // ===========================================================================
 // Every (datatype, op) pair against the reference
 
-TEST_CASE("every datatype and op matches the reference on random data, lengths 1 to 1000003", "[reducer]") {
-    const size_t counts[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1000, 1000003};
-    uint64_t seed = 1;
-    for (chorus_datatype_t dt : kAllTypes) {
-        for (chorus_op_t op : kReduceOps) {
-            for (size_t count : counts) {
-                std::string why;
-                with_type(dt, [&](auto tag) { why = reduce_and_check<decltype(tag)>(op, count, Alias::None, seed++); });
-                INFO(chorus::datatype_name(dt) << " " << chorus::op_name(op) << " count " << count);
-                REQUIRE(why == "");
-            }
-        }
-    }
-}
-
-TEST_CASE("in-place reduction (dst == a, dst == b, a == b, all three) matches the reference", "[reducer]") {
-    const Alias aliases[] = {Alias::DstIsA, Alias::DstIsB, Alias::AEqualsB, Alias::AllSame};
-    const size_t counts[] = {1, 5, 16, 33, 1001, 4099};
-    uint64_t seed = 1000;
-    for (chorus_datatype_t dt : kAllTypes) {
-        for (chorus_op_t op : kReduceOps) {
+// Every (datatype, op, aliasing, count) of the grid against the reference;
+// each case gets its own seed, counting up from `seed`.
+template <typename Types, typename Ops, typename Aliases, typename Counts>
+void check_grid(const Types& types, const Ops& ops, const Aliases& aliases, const Counts& counts, uint64_t seed) {
+    for (chorus_datatype_t dt : types) {
+        for (chorus_op_t op : ops) {
             for (Alias alias : aliases) {
                 for (size_t count : counts) {
                     std::string why;
@@ -644,40 +629,29 @@ TEST_CASE("in-place reduction (dst == a, dst == b, a == b, all three) matches th
             }
         }
     }
+}
+
+const Alias kOutOfPlace[] = {Alias::None};
+const Alias kInPlace[] = {Alias::DstIsA, Alias::DstIsB, Alias::AEqualsB, Alias::AllSame};
+
+TEST_CASE("every datatype and op matches the reference on random data, lengths 1 to 1000003", "[reducer]") {
+    const size_t counts[] = {1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 1000, 1000003};
+    check_grid(kAllTypes, kReduceOps, kOutOfPlace, counts, 1);
+}
+
+TEST_CASE("in-place reduction (dst == a, dst == b, a == b, all three) matches the reference", "[reducer]") {
+    const size_t counts[] = {1, 5, 16, 33, 1001, 4099};
+    check_grid(kAllTypes, kReduceOps, kInPlace, counts, 1000);
 }
 
 TEST_CASE("bitwise and logical ops match the reference for every integer type, lengths 1 to 100003", "[reducer][int]") {
     const size_t counts[] = {1, 2, 3, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 129, 1000, 100003};
-    uint64_t seed = 20000;
-    for (chorus_datatype_t dt : kIntTypes) {
-        for (chorus_op_t op : kBitOps) {
-            for (size_t count : counts) {
-                std::string why;
-                with_type(dt, [&](auto tag) { why = reduce_and_check<decltype(tag)>(op, count, Alias::None, seed++); });
-                INFO(chorus::datatype_name(dt) << " " << chorus::op_name(op) << " count " << count);
-                REQUIRE(why == "");
-            }
-        }
-    }
+    check_grid(kIntTypes, kBitOps, kOutOfPlace, counts, 20000);
 }
 
 TEST_CASE("bitwise and logical ops in place (dst == a, dst == b, a == b, all three) match the reference", "[reducer][int]") {
-    const Alias aliases[] = {Alias::DstIsA, Alias::DstIsB, Alias::AEqualsB, Alias::AllSame};
     const size_t counts[] = {1, 5, 16, 33, 1001, 30001};
-    uint64_t seed = 30000;
-    for (chorus_datatype_t dt : kIntTypes) {
-        for (chorus_op_t op : kBitOps) {
-            for (Alias alias : aliases) {
-                for (size_t count : counts) {
-                    std::string why;
-                    with_type(dt, [&](auto tag) { why = reduce_and_check<decltype(tag)>(op, count, alias, seed++); });
-                    INFO(chorus::datatype_name(dt)
-                         << " " << chorus::op_name(op) << " " << alias_name(alias) << " count " << count);
-                    REQUIRE(why == "");
-                }
-            }
-        }
-    }
+    check_grid(kIntTypes, kBitOps, kInPlace, counts, 30000);
 }
 
 TEST_CASE("in-place on a long odd length (dst == a and dst == b) matches the reference", "[reducer]") {
