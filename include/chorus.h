@@ -17,8 +17,25 @@
  *  - A communicator may be used by one thread at a time. Several
  *    nonblocking collectives may be in flight on one communicator; they
  *    complete in any order and never mix their data.
- *  - `stream` is reserved for CUDA streams (a cudaStream_t) and may be NULL.
- *    Buffers in this release are host memory.
+ *  - Buffers may be host memory (pageable or pinned), CUDA device memory or
+ *    CUDA managed memory, detected per buffer. Ranks may differ (one passes
+ *    host memory, another device memory), and so may sendbuf and recvbuf on
+ *    one rank. Reductions run where the data lives: CUDA kernels for device
+ *    and managed buffers, vectorized CPU loops for host buffers, with
+ *    bit-identical results either way. Device memory goes to UCX directly
+ *    when UCX was built with CUDA, and through pinned host staging buffers
+ *    otherwise (CHORUS_STAGING). Device work without a usable GPU fails with
+ *    CHORUS_ERR_CUDA.
+ *  - `stream` is a cudaStream_t, or NULL. The collective starts after the
+ *    work queued on that stream before the call has finished (for device
+ *    buffers always, NULL then meaning the legacy default stream; for host
+ *    buffers only when `stream` is not NULL, and with host buffers and a NULL
+ *    stream Chorus makes no CUDA call). The collective runs on a stream of
+ *    the communicator's own; `stream` is not blocked, so work queued there
+ *    after the call that reads the result must come after the collective
+ *    has completed: a blocking call returns with the result in recvbuf, and
+ *    a nonblocking one has it there once chorus_test() reports it done or
+ *    chorus_wait() returns.
  *  - Every collective has a nonblocking twin (chorus_i...) that returns a
  *    request; buffers must stay untouched until the request completes.
  *  - Counts are in elements. A collective with nothing to move (count 0)

@@ -101,6 +101,7 @@ struct Call {
     chorus::coll::CollArgs args;
     const void* send;
     void* recv;
+    void* stream;
 };
 
 // Checks shared by every collective: enum values, the communicator's health.
@@ -148,8 +149,8 @@ chorus_result_t need(Communicator* c, const char* fn, const void* p, const char*
 chorus_result_t launch(Call& call, chorus_comm_t handle, chorus_request_t* request) {
     Communicator* c = call.comm;
     return guarded(c, [&] {
-        if (!request) return c->run(call.args, call.send, call.recv);
-        Operation* o = c->start(call.args, call.send, call.recv);
+        if (!request) return c->run(call.args, call.send, call.recv, call.stream);
+        Operation* o = c->start(call.args, call.send, call.recv, call.stream);
         auto& r = registry();
         std::lock_guard<std::mutex> lock(r.mutex);
         uint64_t id = r.next_id++;
@@ -174,7 +175,7 @@ chorus_result_t launch(Call& call, chorus_comm_t handle, chorus_request_t* reque
 using chorus::coll::Collective;
 
 chorus_result_t do_allreduce(const char* fn, const void* sendbuf, void* recvbuf, size_t count, int dt, int op,
-                             chorus_comm_t comm, chorus_request_t* request, bool nonblocking) {
+                             chorus_comm_t comm, void* stream, chorus_request_t* request, bool nonblocking) {
     CHORUS_LOOKUP(c, comm, fn);
     CHORUS_REQUEST_OUT(c, fn, request);
     CHORUS_CHECK(check_common(c, fn, dt, op, true));
@@ -185,7 +186,7 @@ chorus_result_t do_allreduce(const char* fn, const void* sendbuf, void* recvbuf,
     CHORUS_CHECK(need(c, fn, recvbuf, "recvbuf", bytes));
     if (sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
         return invalid(c, chorus::cat(fn, ": sendbuf and recvbuf overlap without being equal (in place is sendbuf == recvbuf)"));
-    Call call{fn, c, {}, sendbuf, recvbuf};
+    Call call{fn, c, {}, sendbuf, recvbuf, stream};
     call.args.coll = Collective::Allreduce;
     call.args.count = count;
     call.args.dtype = static_cast<chorus_datatype_t>(dt);
@@ -195,7 +196,7 @@ chorus_result_t do_allreduce(const char* fn, const void* sendbuf, void* recvbuf,
 }
 
 chorus_result_t do_broadcast(const char* fn, const void* sendbuf, void* recvbuf, size_t count, int dt, int root,
-                             chorus_comm_t comm, chorus_request_t* request, bool nonblocking) {
+                             chorus_comm_t comm, void* stream, chorus_request_t* request, bool nonblocking) {
     CHORUS_LOOKUP(c, comm, fn);
     CHORUS_REQUEST_OUT(c, fn, request);
     CHORUS_CHECK(check_common(c, fn, dt, 0, false));
@@ -209,7 +210,7 @@ chorus_result_t do_broadcast(const char* fn, const void* sendbuf, void* recvbuf,
     if (is_root && sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
         return invalid(c, chorus::cat(fn, ": sendbuf and recvbuf overlap without being equal on the root"));
     // Outside the root the send buffer is never read: bind it to recvbuf.
-    Call call{fn, c, {}, is_root ? sendbuf : recvbuf, recvbuf};
+    Call call{fn, c, {}, is_root ? sendbuf : recvbuf, recvbuf, stream};
     call.args.coll = Collective::Broadcast;
     call.args.count = count;
     call.args.dtype = static_cast<chorus_datatype_t>(dt);
@@ -219,7 +220,7 @@ chorus_result_t do_broadcast(const char* fn, const void* sendbuf, void* recvbuf,
 }
 
 chorus_result_t do_reduce(const char* fn, const void* sendbuf, void* recvbuf, size_t count, int dt, int op, int root,
-                          chorus_comm_t comm, chorus_request_t* request, bool nonblocking) {
+                          chorus_comm_t comm, void* stream, chorus_request_t* request, bool nonblocking) {
     CHORUS_LOOKUP(c, comm, fn);
     CHORUS_REQUEST_OUT(c, fn, request);
     CHORUS_CHECK(check_common(c, fn, dt, op, true));
@@ -232,7 +233,7 @@ chorus_result_t do_reduce(const char* fn, const void* sendbuf, void* recvbuf, si
     if (is_root) CHORUS_CHECK(need(c, fn, recvbuf, "recvbuf (on the root)", bytes));
     if (is_root && sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
         return invalid(c, chorus::cat(fn, ": sendbuf and recvbuf overlap without being equal on the root"));
-    Call call{fn, c, {}, sendbuf, is_root ? recvbuf : nullptr};
+    Call call{fn, c, {}, sendbuf, is_root ? recvbuf : nullptr, stream};
     call.args.coll = Collective::Reduce;
     call.args.count = count;
     call.args.dtype = static_cast<chorus_datatype_t>(dt);
@@ -244,13 +245,13 @@ chorus_result_t do_reduce(const char* fn, const void* sendbuf, void* recvbuf, si
 
 chorus_result_t do_reduce_scatter(const char* fn, const void* sendbuf, void* recvbuf, size_t recvcount,
                                   const size_t* recvcounts, bool irregular, int dt, int op, chorus_comm_t comm,
-                                  chorus_request_t* request, bool nonblocking) {
+                                  void* stream, chorus_request_t* request, bool nonblocking) {
     CHORUS_LOOKUP(c, comm, fn);
     CHORUS_REQUEST_OUT(c, fn, request);
     CHORUS_CHECK(check_common(c, fn, dt, op, true));
     if (irregular && !recvcounts) return invalid(c, chorus::cat(fn, ": recvcounts is NULL"));
     size_t esize = chorus::datatype_size(static_cast<chorus_datatype_t>(dt));
-    Call call{fn, c, {}, sendbuf, recvbuf};
+    Call call{fn, c, {}, sendbuf, recvbuf, stream};
     auto& a = call.args;
     a.coll = Collective::ReduceScatter;
     a.dtype = static_cast<chorus_datatype_t>(dt);
@@ -281,7 +282,7 @@ chorus_result_t do_reduce_scatter(const char* fn, const void* sendbuf, void* rec
 }
 
 chorus_result_t do_allgather(const char* fn, const void* sendbuf, void* recvbuf, size_t count, int dt,
-                             chorus_comm_t comm, chorus_request_t* request, bool nonblocking) {
+                             chorus_comm_t comm, void* stream, chorus_request_t* request, bool nonblocking) {
     CHORUS_LOOKUP(c, comm, fn);
     CHORUS_REQUEST_OUT(c, fn, request);
     CHORUS_CHECK(check_common(c, fn, dt, 0, false));
@@ -295,7 +296,7 @@ chorus_result_t do_allgather(const char* fn, const void* sendbuf, void* recvbuf,
     bool in_place = bytes && sendbuf == own;
     if (!in_place && overlaps(sendbuf, bytes, recvbuf, all))
         return invalid(c, chorus::cat(fn, ": sendbuf overlaps recvbuf without being this rank's block (in place is sendbuf == recvbuf + rank * sendcount)"));
-    Call call{fn, c, {}, sendbuf, recvbuf};
+    Call call{fn, c, {}, sendbuf, recvbuf, stream};
     call.args.coll = Collective::Allgather;
     call.args.count = count;
     call.args.dtype = static_cast<chorus_datatype_t>(dt);
@@ -402,72 +403,72 @@ chorus_result_t chorus_comm_size(chorus_comm_t comm, int* size) {
 }
 
 chorus_result_t chorus_allreduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
-                                 chorus_op_t op, chorus_comm_t comm, void* /*stream*/) {
-    return do_allreduce("chorus_allreduce", sendbuf, recvbuf, count, datatype, op, comm, nullptr, false);
+                                 chorus_op_t op, chorus_comm_t comm, void* stream) {
+    return do_allreduce("chorus_allreduce", sendbuf, recvbuf, count, datatype, op, comm, stream, nullptr, false);
 }
 
 chorus_result_t chorus_iallreduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
-                                  chorus_op_t op, chorus_comm_t comm, void* /*stream*/, chorus_request_t* request) {
-    return do_allreduce("chorus_iallreduce", sendbuf, recvbuf, count, datatype, op, comm, request, true);
+                                  chorus_op_t op, chorus_comm_t comm, void* stream, chorus_request_t* request) {
+    return do_allreduce("chorus_iallreduce", sendbuf, recvbuf, count, datatype, op, comm, stream, request, true);
 }
 
 chorus_result_t chorus_broadcast(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
-                                 int root, chorus_comm_t comm, void* /*stream*/) {
-    return do_broadcast("chorus_broadcast", sendbuf, recvbuf, count, datatype, root, comm, nullptr, false);
+                                 int root, chorus_comm_t comm, void* stream) {
+    return do_broadcast("chorus_broadcast", sendbuf, recvbuf, count, datatype, root, comm, stream, nullptr, false);
 }
 
 chorus_result_t chorus_ibroadcast(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
-                                  int root, chorus_comm_t comm, void* /*stream*/, chorus_request_t* request) {
-    return do_broadcast("chorus_ibroadcast", sendbuf, recvbuf, count, datatype, root, comm, request, true);
+                                  int root, chorus_comm_t comm, void* stream, chorus_request_t* request) {
+    return do_broadcast("chorus_ibroadcast", sendbuf, recvbuf, count, datatype, root, comm, stream, request, true);
 }
 
 chorus_result_t chorus_reduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
-                              chorus_op_t op, int root, chorus_comm_t comm, void* /*stream*/) {
-    return do_reduce("chorus_reduce", sendbuf, recvbuf, count, datatype, op, root, comm, nullptr, false);
+                              chorus_op_t op, int root, chorus_comm_t comm, void* stream) {
+    return do_reduce("chorus_reduce", sendbuf, recvbuf, count, datatype, op, root, comm, stream, nullptr, false);
 }
 
 chorus_result_t chorus_ireduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
-                               chorus_op_t op, int root, chorus_comm_t comm, void* /*stream*/,
+                               chorus_op_t op, int root, chorus_comm_t comm, void* stream,
                                chorus_request_t* request) {
-    return do_reduce("chorus_ireduce", sendbuf, recvbuf, count, datatype, op, root, comm, request, true);
+    return do_reduce("chorus_ireduce", sendbuf, recvbuf, count, datatype, op, root, comm, stream, request, true);
 }
 
 chorus_result_t chorus_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
                                       chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm,
-                                      void* /*stream*/) {
+                                      void* stream) {
     return do_reduce_scatter("chorus_reduce_scatter", sendbuf, recvbuf, recvcount, nullptr, false, datatype, op,
-                             comm, nullptr, false);
+                             comm, stream, nullptr, false);
 }
 
 chorus_result_t chorus_ireduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
                                        chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm,
-                                       void* /*stream*/, chorus_request_t* request) {
+                                       void* stream, chorus_request_t* request) {
     return do_reduce_scatter("chorus_ireduce_scatter", sendbuf, recvbuf, recvcount, nullptr, false, datatype, op,
-                             comm, request, true);
+                             comm, stream, request, true);
 }
 
 chorus_result_t chorus_reduce_scatterv(const void* sendbuf, void* recvbuf, const size_t* recvcounts,
                                        chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm,
-                                       void* /*stream*/) {
+                                       void* stream) {
     return do_reduce_scatter("chorus_reduce_scatterv", sendbuf, recvbuf, 0, recvcounts, true, datatype, op, comm,
-                             nullptr, false);
+                             stream, nullptr, false);
 }
 
 chorus_result_t chorus_ireduce_scatterv(const void* sendbuf, void* recvbuf, const size_t* recvcounts,
                                         chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm,
-                                        void* /*stream*/, chorus_request_t* request) {
+                                        void* stream, chorus_request_t* request) {
     return do_reduce_scatter("chorus_ireduce_scatterv", sendbuf, recvbuf, 0, recvcounts, true, datatype, op, comm,
-                             request, true);
+                             stream, request, true);
 }
 
 chorus_result_t chorus_allgather(const void* sendbuf, void* recvbuf, size_t sendcount, chorus_datatype_t datatype,
-                                 chorus_comm_t comm, void* /*stream*/) {
-    return do_allgather("chorus_allgather", sendbuf, recvbuf, sendcount, datatype, comm, nullptr, false);
+                                 chorus_comm_t comm, void* stream) {
+    return do_allgather("chorus_allgather", sendbuf, recvbuf, sendcount, datatype, comm, stream, nullptr, false);
 }
 
 chorus_result_t chorus_iallgather(const void* sendbuf, void* recvbuf, size_t sendcount, chorus_datatype_t datatype,
-                                  chorus_comm_t comm, void* /*stream*/, chorus_request_t* request) {
-    return do_allgather("chorus_iallgather", sendbuf, recvbuf, sendcount, datatype, comm, request, true);
+                                  chorus_comm_t comm, void* stream, chorus_request_t* request) {
+    return do_allgather("chorus_iallgather", sendbuf, recvbuf, sendcount, datatype, comm, stream, request, true);
 }
 
 // Look up a request and its communicator; on success the request stays

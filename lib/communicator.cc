@@ -31,8 +31,16 @@ std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm, const Conf
     }
 }
 
-Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Config& config, MPI_Comm owned)
-    : config_(config), mpi_comm_(owned), transport_(std::move(transport)), selector_(config.cost) {
+Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Config& config, MPI_Comm owned,
+                           std::unique_ptr<Device> device)
+    : config_(config),
+      mpi_comm_(owned),
+      transport_(std::move(transport)),
+      device_(device ? std::move(device) : make_cuda_device()),
+      device_scratch_([this](size_t n) { return device_->alloc_device(n); },
+                      [this](void* p) { device_->free_device(p); }),
+      staging_([this](size_t n) { return device_->alloc_pinned(n); }, [this](void* p) { device_->free_pinned(p); }),
+      selector_(config.cost) {
     spin_ = config_.spin_before_yield;
     if (spin_ < 0) {
         cpu_set_t cpus;
@@ -62,9 +70,10 @@ Communicator::~Communicator() {
             }
         }
         if (op->executor) op->executor->abort();
-        scratch_.release(op->scratch);
+        release_buffers(*op);
     }
     ops_.clear();
+    device_->drain();
     transport_.reset();  // collective for UCX
     if (mpi_comm_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_comm_);
 }
@@ -103,7 +112,7 @@ std::shared_ptr<const Schedule> Communicator::schedule_for(const coll::CollArgs&
     return s;
 }
 
-Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* recvbuf) {
+Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* recvbuf, void* stream) {
     if (failed_) fail(CHORUS_ERR_COMM_FAILED, "communicator failed earlier: ", failure_);
     if (ops_.size() >= kMaxInflight)
         fail(CHORUS_ERR_INVALID_ARGUMENT, "too many operations in flight (", kMaxInflight,
@@ -113,25 +122,111 @@ Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* r
     args.chunk_bytes = config_.chunk_bytes;
     args.depth = config_.window;
     if (config_.check) check_agreement(args);
-    return launch(args, choose(args), sendbuf, recvbuf);
+    return launch(args, choose(args), sendbuf, recvbuf, stream);
 }
 
 Operation* Communicator::launch(const coll::CollArgs& args, const coll::Algorithm& algo, const void* sendbuf,
-                                void* recvbuf) {
+                                void* recvbuf, void* stream) {
     auto op = std::make_unique<Operation>();
     op->seq = next_seq_++;
     op->args = args;
     op->algorithm = algo.name;
     op->schedule = schedule_for(args, algo);
-    op->scratch = scratch_.acquire(op->schedule->scratch_bytes());
-    // In place, the send buffer is the receive buffer (or inside it).
-    Buffers bufs{sendbuf, recvbuf, op->scratch};
-    op->executor = std::make_unique<Executor>(*op->schedule, *transport_, bufs, op->seq, config_.window);
+    // Memory kind decides how each step runs here, never which steps run.
+    MemKind ks = sendbuf ? device_->kind(sendbuf) : MemKind::Host;
+    MemKind kr = recvbuf ? device_->kind(recvbuf) : MemKind::Host;
+    op->on_device = !host_side(ks) || !host_side(kr);
+    DeviceUse use;
+    use.device = device_.get();
+    Buffers bufs;
+    try {
+        if (op->on_device) {
+            bufs = prepare_device(*op, sendbuf, recvbuf, stream, ks, kr, use);
+        } else {
+            op->scratch = scratch_.acquire(op->schedule->scratch_bytes());
+            bufs = Buffers{sendbuf, recvbuf, op->scratch};
+            // Host buffers a kernel on the caller's stream may still write.
+            if (stream) {
+                device_->wait_for(stream);
+                use.gate = device_->mark();
+            }
+        }
+        op->executor = std::make_unique<Executor>(*op->schedule, *transport_, bufs, op->seq, config_.window, use);
+        if (op->mirrors[1])
+            op->executor->add_final_copy(recvbuf, op->mirrors[1], op->mirror_bytes);
+    } catch (...) {
+        if (op->executor) op->executor->abort();
+        else if (op->on_device) device_->drain();
+        release_buffers(*op);
+        throw;
+    }
     op->last_change = std::chrono::steady_clock::now();
     Operation* raw = op.get();
     ops_.push_back(std::move(op));
     progress(raw);
     return raw;
+}
+
+namespace {
+// Bytes of the user's send and receive buffers that a collective touches.
+void user_bytes(const coll::CollArgs& a, size_t* send, size_t* recv) {
+    size_t es = datatype_size(a.dtype);
+    switch (a.coll) {
+        case coll::Collective::ReduceScatter:
+            *send = a.total_count() * es;
+            *recv = a.in_place ? *send : a.block_count(a.rank) * es;
+            break;
+        case coll::Collective::Allgather:
+            *send = a.count * es;
+            *recv = a.count * static_cast<size_t>(a.size) * es;
+            break;
+        default: *send = *recv = a.count * es; break;
+    }
+}
+}  // namespace
+
+Buffers Communicator::prepare_device(Operation& op, const void* sendbuf, void* recvbuf, void* stream, MemKind ks,
+                                     MemKind kr, DeviceUse& use) {
+    use.on_device = true;
+    use.direct = transport_->device_memory() && !config_.always_stage;
+    use.staging = &staging_;
+    // Everything below runs after the caller's queued work (which may be
+    // writing the input).
+    device_->wait_for(stream);
+    op.scratch = device_scratch_.acquire(op.schedule->scratch_bytes());
+    size_t send_bytes = 0, recv_bytes = 0;
+    user_bytes(op.args, &send_bytes, &recv_bytes);
+    Buffers b{sendbuf, recvbuf, op.scratch};
+    // A host buffer in a device-side operation: the steps work on a device
+    // copy of it, copied back at the end (receive buffer).
+    if (recvbuf && host_side(kr) && recv_bytes) {
+        op.mirrors[1] = device_scratch_.acquire(recv_bytes);
+        device_->copy(op.mirrors[1], recvbuf, recv_bytes);
+        b.recv = op.mirrors[1];
+        op.mirror_bytes = recv_bytes;
+    }
+    if (sendbuf && host_side(ks) && send_bytes) {
+        auto s = reinterpret_cast<uintptr_t>(sendbuf), r = reinterpret_cast<uintptr_t>(recvbuf);
+        if (op.mirrors[1] && s >= r && s < r + recv_bytes) {
+            b.send = static_cast<char*>(op.mirrors[1]) + (s - r);  // in place
+        } else {
+            op.mirrors[0] = device_scratch_.acquire(send_bytes);
+            device_->copy(op.mirrors[0], sendbuf, send_bytes);
+            b.send = op.mirrors[0];
+        }
+    }
+    use.gate = device_->mark();
+    return b;
+}
+
+void Communicator::release_buffers(Operation& op) {
+    ScratchPool& pool = op.on_device ? device_scratch_ : scratch_;
+    pool.release(op.scratch);
+    op.scratch = nullptr;
+    for (void*& m : op.mirrors) {
+        device_scratch_.release(m);
+        m = nullptr;
+    }
 }
 
 namespace {
@@ -282,13 +377,13 @@ void Communicator::wait(Operation* op) {
 chorus_result_t Communicator::release(Operation* op) {
     chorus_result_t rc = op->result;
     if (rc != CHORUS_SUCCESS) last_error_ = op->error;
-    scratch_.release(op->scratch);
+    release_buffers(*op);
     ops_.remove_if([op](const std::unique_ptr<Operation>& p) { return p.get() == op; });
     return rc;
 }
 
-chorus_result_t Communicator::run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf) {
-    Operation* op = start(args, sendbuf, recvbuf);
+chorus_result_t Communicator::run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream) {
+    Operation* op = start(args, sendbuf, recvbuf, stream);
     wait(op);
     return release(op);
 }

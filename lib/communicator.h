@@ -16,6 +16,7 @@
 #include "coll/algorithm.h"
 #include "coll/selector.h"
 #include "config.h"
+#include "device.h"
 #include "executor.h"
 #include "net/transport.h"
 #include "scratch_pool.h"
@@ -30,6 +31,11 @@ struct Operation {
     std::shared_ptr<const Schedule> schedule;
     std::unique_ptr<Executor> executor;
     void* scratch = nullptr;
+    // Device-side operation: scratch and mirrors come from the device pool.
+    bool on_device = false;
+    // Device copies of host user buffers in a device-side operation.
+    void* mirrors[2] = {nullptr, nullptr};  // send, receive
+    size_t mirror_bytes = 0;                // of the receive buffer's mirror
     bool finished = false;
     chorus_result_t result = CHORUS_SUCCESS;
     std::string error;
@@ -41,8 +47,10 @@ class Communicator {
 public:
     // Collective over `comm`: duplicates it and bootstraps UCX.
     static std::unique_ptr<Communicator> create_mpi(MPI_Comm comm, const Config& config);
-    // Over an existing transport (loopback tests). Takes ownership.
-    Communicator(std::unique_ptr<net::Transport> transport, const Config& config, MPI_Comm owned = MPI_COMM_NULL);
+    // Over an existing transport (loopback tests). Takes ownership. Without
+    // a device, CUDA's (tests pass an emulated one).
+    Communicator(std::unique_ptr<net::Transport> transport, const Config& config, MPI_Comm owned = MPI_COMM_NULL,
+                 std::unique_ptr<Device> device = nullptr);
     ~Communicator();
     Communicator(const Communicator&) = delete;
     Communicator& operator=(const Communicator&) = delete;
@@ -52,8 +60,11 @@ public:
     const Config& config() const { return config_; }
 
     // Start a collective. Arguments are validated by the caller. The returned
-    // operation stays owned by the communicator until release().
-    Operation* start(coll::CollArgs args, const void* sendbuf, void* recvbuf);
+    // operation stays owned by the communicator until release(). `stream`
+    // (a cudaStream_t) orders it after work queued there before the call:
+    // always when a buffer is device memory (null: the legacy default
+    // stream), and for host buffers when it is not null.
+    Operation* start(coll::CollArgs args, const void* sendbuf, void* recvbuf, void* stream = nullptr);
     // End every operation in flight with CHORUS_ERR_COMM_FAILED and mark the
     // communicator failed (local: peers learn of it by timeout or UCX error).
     void abort(const std::string& why);
@@ -65,7 +76,7 @@ public:
     // any, goes to last_error()).
     chorus_result_t release(Operation* op);
     // Blocking convenience: start + wait + release.
-    chorus_result_t run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf);
+    chorus_result_t run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream = nullptr);
 
     bool failed() const { return failed_; }
     const std::string& failure() const { return failure_; }
@@ -77,13 +88,22 @@ private:
     const coll::Algorithm& choose(const coll::CollArgs& args);
     void fail_op(Operation& op, chorus_result_t code, const std::string& message);
     void check_timeouts();
-    Operation* launch(const coll::CollArgs& args, const coll::Algorithm& algo, const void* sendbuf, void* recvbuf);
+    Operation* launch(const coll::CollArgs& args, const coll::Algorithm& algo, const void* sendbuf, void* recvbuf,
+                      void* stream = nullptr);
+    // Device-side buffers for `op` (scratch, mirrors of host buffers), queued
+    // copies in, and the executor's DeviceUse. Returns the buffers to run on.
+    Buffers prepare_device(Operation& op, const void* sendbuf, void* recvbuf, void* stream, MemKind ks, MemKind kr,
+                           DeviceUse& use);
+    void release_buffers(Operation& op);
     void check_agreement(const coll::CollArgs& args);
 
     Config config_;
     MPI_Comm mpi_comm_;
     std::unique_ptr<net::Transport> transport_;
+    std::unique_ptr<Device> device_;
     ScratchPool scratch_;
+    ScratchPool device_scratch_;  // device memory: scratch and mirrors
+    ScratchPool staging_;         // pinned host memory: staged transfers
     coll::Selector selector_;
     std::list<std::unique_ptr<Operation>> ops_;
     // Schedules by everything that shapes them.

@@ -137,6 +137,10 @@ Config Config::from_strings(const std::vector<std::string>& env) {
         } else if (name == "CHORUS_CHECK" || name == "CHORUS_PEER_ERRORS") {
             if (value != "0" && value != "1") fail(CHORUS_ERR_CONFIG, name, "='", value, "': expected 0 or 1");
             (name == "CHORUS_CHECK" ? c.check : c.peer_errors) = value == "1";
+        } else if (name == "CHORUS_STAGING") {
+            if (value != "auto" && value != "always")
+                fail(CHORUS_ERR_CONFIG, name, "='", value, "': expected auto or always");
+            c.always_stage = value == "always";
         } else if (name == "CHORUS_SPIN") {
             c.spin_before_yield = value == "auto" ? -1 : static_cast<int>(parse_uint(value, name, 0, 1u << 30));
         } else if (name.compare(0, 11, "CHORUS_MPI_") != 0 && name.compare(0, 13, "CHORUS_BENCH_") != 0) {
@@ -167,6 +171,7 @@ std::string Config::describe() const {
                " CHORUS_WINDOW=", window, " CHORUS_TIMEOUT_MS=", timeout_ms,
                " CHORUS_ALGO=", algos.empty() ? "auto" : algos, " CHORUS_SPIN=", spin_before_yield,
                " CHORUS_CHECK=", check ? 1 : 0, " CHORUS_PEER_ERRORS=", peer_errors ? 1 : 0,
+               " CHORUS_STAGING=", always_stage ? "always" : "auto",
                " cost model: ", cost.describe());
 }
 

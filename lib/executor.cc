@@ -35,9 +35,12 @@ StepId heap_pop(std::vector<StepId>& h) {
 }  // namespace
 
 Executor::Executor(const Schedule& schedule, net::Transport& transport, Buffers buffers, uint64_t seq,
-                   int window)
-    : schedule_(schedule), transport_(transport), buffers_(buffers), seq_(seq), window_(window) {
+                   int window, DeviceUse device)
+    : schedule_(schedule), transport_(transport), buffers_(buffers), seq_(seq), window_(window), dev_(device) {
     if (!schedule_.finalized()) fail(CHORUS_ERR_INTERNAL, "executor: schedule was not finalized");
+    if ((dev_.on_device || dev_.gate) && !dev_.device) fail(CHORUS_ERR_INTERNAL, "executor: device work without a device");
+    if (dev_.on_device && !dev_.direct && !dev_.staging)
+        fail(CHORUS_ERR_INTERNAL, "executor: device buffers without staging buffers");
     const auto& steps = schedule_.steps();
     remaining_.resize(steps.size());
     for (StepId s = 0; s < steps.size(); ++s) {
@@ -50,8 +53,19 @@ Executor::~Executor() { abort(); }
 
 void Executor::abort() {
     for (auto& f : inflight_) transport_.cancel(f.handle);
+    // Nothing queued on the device may still write into buffers that go
+    // back to their pools.
+    if ((dev_.on_device && !finished_) || queued_head_ < queued_.size()) dev_.device->drain();
+    for (auto& f : inflight_) release_slot(f.slot);
+    for (size_t i = queued_head_; i < queued_.size(); ++i) release_slot(queued_[i].slot);
     inflight_.clear();
+    queued_.clear();
+    queued_head_ = 0;
     sends_inflight_ = recvs_inflight_ = 0;
+}
+
+void Executor::release_slot(void* slot) {
+    if (slot) dev_.staging->release(slot);
 }
 
 char* Executor::resolve(Region r) const {
@@ -99,12 +113,47 @@ void Executor::run_local(StepId s) {
     finish(s);
 }
 
-void Executor::drain_local() {
-    while (!ready_local_.empty()) {
-        StepId s = ready_local_.back();
-        ready_local_.pop_back();
-        run_local(s);
+// Queue a local step on the device; the caller makes the mark.
+void Executor::queue_local(StepId s) {
+    const Step& st = schedule_.steps()[s];
+    Device& d = *dev_.device;
+    switch (st.kind) {
+        case StepKind::Reduce:
+            d.reduce(schedule_.dtype(), schedule_.op(), resolve(st.dst), resolve(st.src), resolve(st.src2), st.count);
+            break;
+        case StepKind::Copy: {
+            char *dst = resolve(st.dst), *src = resolve(st.src);
+            if (dst != src) d.copy(dst, src, st.bytes);
+            break;
+        }
+        case StepKind::Divide: d.divide(schedule_.dtype(), resolve(st.dst), st.count, schedule_.divisor()); break;
+        default: fail(CHORUS_ERR_INTERNAL, "executor: step ", s, " is not local");
     }
+}
+
+void Executor::drain_local() {
+    if (!dev_.on_device) {
+        while (!ready_local_.empty()) {
+            StepId s = ready_local_.back();
+            ready_local_.pop_back();
+            run_local(s);
+        }
+        return;
+    }
+    if (ready_local_.empty()) return;
+    // One mark for everything queued now: the stream runs it in order.
+    size_t first = queued_.size();
+    for (StepId s : ready_local_) {
+        try {
+            queue_local(s);
+        } catch (const Error& e) {
+            rethrow_with_context(s, e);
+        }
+        queued_.push_back({s, 0, Phase::Local, nullptr});
+    }
+    ready_local_.clear();
+    uint64_t m = dev_.device->mark();
+    for (size_t i = first; i < queued_.size(); ++i) queued_[i].mark = m;
 }
 
 void Executor::rethrow_with_context(StepId s, const Error& e) const {
@@ -113,31 +162,85 @@ void Executor::rethrow_with_context(StepId s, const Error& e) const {
                               st.peer, ", ", st.bytes, " bytes, tag ", st.tag, "]"));
 }
 
-void Executor::post(StepId s) {
+void Executor::post_send(StepId s, const void* src, void* slot) {
     const Step& st = schedule_.steps()[s];
-    net::Tag tag;
-    net::Handle h;
-    try {
-        if (st.kind == StepKind::Send) {
-            tag = net::make_tag(schedule_.rank(), seq_, st.tag);
-            h = transport_.send(st.peer, tag, resolve(st.src), st.bytes);
-        } else {
-            tag = net::make_tag(st.peer, seq_, st.tag);
-            h = transport_.recv(st.peer, tag, resolve(st.dst), st.bytes);
-        }
-    } catch (const Error& e) {
-        rethrow_with_context(s, e);
-    }
+    net::Handle h = transport_.send(st.peer, net::make_tag(schedule_.rank(), seq_, st.tag), src, st.bytes);
     if (!h) {
+        release_slot(slot);
+        --sends_inflight_;
         finish(s);
         return;
     }
-    inflight_.push_back({s, h});
-    (st.kind == StepKind::Send ? sends_inflight_ : recvs_inflight_)++;
+    inflight_.push_back({s, h, slot});
+}
+
+void Executor::post(StepId s) {
+    const Step& st = schedule_.steps()[s];
+    bool staged = dev_.on_device && !dev_.direct;
+    void* slot = nullptr;
+    try {
+        if (staged) slot = dev_.staging->acquire(st.bytes);
+        if (st.kind == StepKind::Send) {
+            ++sends_inflight_;
+            if (staged) {
+                // Onto the wire once the device has copied it out.
+                dev_.device->copy(slot, resolve(st.src), st.bytes);
+                queued_.push_back({s, dev_.device->mark(), Phase::StagedOut, slot});
+            } else {
+                post_send(s, resolve(st.src), nullptr);
+            }
+            return;
+        }
+        ++recvs_inflight_;
+        net::Handle h = transport_.recv(st.peer, net::make_tag(st.peer, seq_, st.tag), staged ? slot : resolve(st.dst),
+                                        st.bytes);
+        InFlight f{s, h, slot};
+        if (h) inflight_.push_back(f);
+        else transfer_done(f);
+    } catch (const Error& e) {
+        rethrow_with_context(s, e);
+    }
+}
+
+// A transfer has left or arrived.
+void Executor::transfer_done(const InFlight& f) {
+    const Step& st = schedule_.steps()[f.step];
+    if (st.kind == StepKind::Send) {
+        --sends_inflight_;
+        release_slot(f.slot);
+        finish(f.step);
+        return;
+    }
+    --recvs_inflight_;
+    if (!f.slot) {
+        finish(f.step);
+        return;
+    }
+    dev_.device->copy(resolve(st.dst), f.slot, st.bytes);
+    queued_.push_back({f.step, dev_.device->mark(), Phase::StagedIn, f.slot});
+}
+
+void Executor::queued_done(const Queued& q) {
+    switch (q.phase) {
+        case Phase::Local: finish(q.step); break;
+        case Phase::StagedOut: post_send(q.step, q.slot, q.slot); break;
+        case Phase::StagedIn:
+            release_slot(q.slot);
+            finish(q.step);
+            break;
+    }
 }
 
 bool Executor::progress() {
-    if (done()) return true;
+    if (finished_) return true;
+    if (dev_.gate) {
+        if (!dev_.device->done(dev_.gate)) return false;
+        dev_.gate = 0;
+    }
+    if (final_mark_) {
+        finished_ = dev_.device->done(final_mark_);
+        return finished_;
+    }
     transport_.progress();
     for (size_t i = 0; i < inflight_.size();) {
         InFlight f = inflight_[i];
@@ -147,6 +250,7 @@ bool Executor::progress() {
         } catch (const Error& e) {
             inflight_[i] = inflight_.back();
             inflight_.pop_back();
+            release_slot(f.slot);
             rethrow_with_context(f.step, e);
         }
         if (!complete) {
@@ -155,8 +259,24 @@ bool Executor::progress() {
         }
         inflight_[i] = inflight_.back();
         inflight_.pop_back();
-        (schedule_.steps()[f.step].kind == StepKind::Send ? sends_inflight_ : recvs_inflight_)--;
-        finish(f.step);
+        try {
+            transfer_done(f);
+        } catch (const Error& e) {
+            release_slot(f.slot);
+            rethrow_with_context(f.step, e);
+        }
+    }
+    while (queued_head_ < queued_.size() && dev_.device->done(queued_[queued_head_].mark)) {
+        Queued q = queued_[queued_head_++];
+        try {
+            queued_done(q);
+        } catch (const Error& e) {
+            rethrow_with_context(q.step, e);
+        }
+    }
+    if (queued_head_ == queued_.size()) {
+        queued_.clear();
+        queued_head_ = 0;
     }
     // Local work first: it may make transfers ready. Receives are posted
     // before sends so that data arriving finds its buffer waiting.
@@ -173,7 +293,15 @@ bool Executor::progress() {
         }
         if (!posted && ready_local_.empty()) break;
     }
-    return done();
+    if (completed_ < schedule_.steps().size()) return false;
+    if (final_copies_.empty()) {
+        finished_ = true;
+        return true;
+    }
+    for (const auto& c : final_copies_) dev_.device->copy(c.dst, c.src, c.bytes);
+    final_mark_ = dev_.device->mark();
+    finished_ = dev_.device->done(final_mark_);
+    return finished_;
 }
 
 // Within the window, anything goes. Beyond it, a transfer that comes earlier
@@ -186,6 +314,10 @@ bool Executor::may_post(StepId s, StepKind kind, int inflight) const {
     if (inflight < window_) return true;
     for (const auto& f : inflight_)
         if (f.step < s && schedule_.steps()[f.step].kind == kind) return false;
+    // Sends still being staged are in flight too.
+    if (kind == StepKind::Send)
+        for (size_t i = queued_head_; i < queued_.size(); ++i)
+            if (queued_[i].phase == Phase::StagedOut && queued_[i].step < s) return false;
     return true;
 }
 
@@ -200,6 +332,12 @@ std::string Executor::pending_summary() const {
         const Step& st = schedule_.steps()[f.step];
         out += cat(out.empty() ? "" : ", ", kind_name(st.kind), " rank ", st.peer, " (step ", f.step, ")");
     }
+    size_t staging = 0, device_steps = 0;
+    for (size_t i = queued_head_; i < queued_.size(); ++i)
+        (queued_[i].phase == Phase::Local ? device_steps : staging)++;
+    if (staging) out += cat(out.empty() ? "" : ", ", staging, " transfers being staged");
+    if (device_steps) out += cat(out.empty() ? "" : ", ", device_steps, " steps queued on the device");
+    if (dev_.gate) out += cat(out.empty() ? "" : ", ", "waiting for the caller's stream");
     if (out.empty()) out = "no transfer in flight";
     return cat(out, "; ", completed_, " of ", schedule_.steps().size(), " steps done");
 }

@@ -14,7 +14,10 @@ constexpr size_t kHugePage = 2u << 20;
 }
 
 ScratchPool::~ScratchPool() {
-    for (auto& e : entries_) std::free(e.ptr);
+    for (auto& e : entries_) {
+        if (free_) free_(e.ptr);
+        else std::free(e.ptr);
+    }
 }
 
 void* ScratchPool::acquire(size_t bytes) {
@@ -25,6 +28,15 @@ void* ScratchPool::acquire(size_t bytes) {
     if (best) {
         best->in_use = true;
         return best->ptr;
+    }
+    if (alloc_) {
+        // Powers of two up to 16 MiB, then multiples of 16 MiB.
+        size_t rounded = 4096;
+        while (rounded < bytes && rounded < (16u << 20)) rounded *= 2;
+        if (rounded < bytes) rounded = (bytes + (16u << 20) - 1) / (16u << 20) * (16u << 20);
+        void* p = alloc_(rounded);
+        entries_.push_back({p, rounded, true});
+        return p;
     }
     // Round large buffers to whole huge pages so they can be backed by them.
     size_t align = bytes >= kHugePage ? kHugePage : 64;

@@ -1,10 +1,13 @@
-// Scratch memory owned by a communicator. Buffers are allocated once, backed
-// by huge pages where the kernel allows, and touched when allocated (the first
-// touch of a 4 KiB page costs ~15 us on small VMs); later operations reuse
-// them, so steady-state calls allocate no scratch.
+// Memory owned by a communicator and reused across operations, so that
+// steady-state calls allocate nothing. By default host scratch: backed by
+// huge pages where the kernel allows, and touched when allocated (the first
+// touch of a 4 KiB page costs ~15 us on small VMs). Given an allocator, any
+// other memory (device scratch, pinned staging buffers), sized in powers of
+// two so that buffers are reused across sizes.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 namespace chorus {
@@ -12,6 +15,8 @@ namespace chorus {
 class ScratchPool {
 public:
     ScratchPool() = default;
+    ScratchPool(std::function<void*(size_t)> alloc, std::function<void(void*)> free)
+        : alloc_(std::move(alloc)), free_(std::move(free)) {}
     ~ScratchPool();
     ScratchPool(const ScratchPool&) = delete;
     ScratchPool& operator=(const ScratchPool&) = delete;
@@ -30,6 +35,8 @@ private:
         bool in_use;
     };
     std::vector<Entry> entries_;
+    std::function<void*(size_t)> alloc_;
+    std::function<void(void*)> free_;
 };
 
 }  // namespace chorus

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "emulated_device.h"
 #include "host_reducer.h"
 #include "loopback_driver.h"
 #include "reference.h"
@@ -48,7 +49,17 @@ inline chorus::Config forced(Collective coll, const std::string& algo, size_t ch
     return cfg;
 }
 
-inline void check_collective(LoopbackGroup& group, const CollCase& c) {
+// Where each rank's buffers live, on an emulated device: `kind(rank, out)`
+// for the input buffer (out = false) and the output buffer (out = true).
+// With `via_stream`, each rank's input reaches its buffer only through work
+// queued on that rank's stream just before the call.
+struct Placement {
+    EmulatedMemory* mem = nullptr;
+    std::function<MemKind(int, bool)> kind;
+    bool via_stream = false;
+};
+
+inline void check_collective(LoopbackGroup& group, const CollCase& c, const Placement& place = {}) {
     const int p = group.size();
     const size_t w = ref::esize(c.dt);
     const char poison = '\x5a';
@@ -129,8 +140,44 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c) {
         // the receive buffer as the API does.
         if (c.coll == Collective::Broadcast && r != c.root) send[r] = recv[r];
     }
+    // On an emulated device: the buffers the collective sees are copies of
+    // in/out in memory of the chosen kind, copied back after the run.
+    std::vector<const void*> run_send = send;
+    std::vector<void*> run_recv = recv, streams;
+    std::vector<void*> din(p, nullptr), dout(p, nullptr);
+    std::vector<EmulatedStream> user_streams(p);
+    if (place.mem) {
+        for (int r = 0; r < p; ++r) {
+            MemKind kin = place.kind(r, false), kout = place.kind(r, true);
+            din[r] = place.mem->clone(in[r].data(), in[r].size(), kin);
+            dout[r] = place.mem->clone(out[r].data(), out[r].size(), kout);
+            auto remap = [&](const void* q) -> char* {
+                auto a = static_cast<const char*>(q);
+                if (a >= in[r].data() && a < in[r].data() + in[r].size()) return static_cast<char*>(din[r]) + (a - in[r].data());
+                return static_cast<char*>(dout[r]) + (a - out[r].data());
+            };
+            run_send[r] = send[r] ? remap(send[r]) : nullptr;
+            run_recv[r] = recv[r] ? remap(recv[r]) : nullptr;
+            if (place.via_stream) {
+                // The buffer holds poison until the stream's work runs.
+                std::memset(din[r], poison, in[r].size());
+                char* d = static_cast<char*>(din[r]);
+                const std::vector<char>* src = &in[r];
+                user_streams[r].work.push_back([d, src] { std::memcpy(d, src->data(), src->size()); });
+                streams.push_back(&user_streams[r]);
+            }
+        }
+    }
     std::string error;
-    auto rc = group.run(args, send, recv, &error);
+    auto rc = group.run(args, run_send, run_recv, &error, streams);
+    if (place.mem) {
+        for (int r = 0; r < p; ++r) {
+            std::memcpy(in[r].data(), din[r], in[r].size());
+            std::memcpy(out[r].data(), dout[r], out[r].size());
+            place.mem->free(din[r]);
+            place.mem->free(dout[r]);
+        }
+    }
     INFO(describe(c, p) << " " << error);
     for (int r = 0; r < p; ++r) {
         INFO("rank " << r);

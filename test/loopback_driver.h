@@ -1,10 +1,12 @@
 // Runs N ranks of Chorus inside one process over the loopback transport:
 // one thread progresses every rank's operation in turn until all finish.
-// Because loopback transfers complete synchronously, a full round in which no
-// rank completes a step is a deadlock, reported with every rank's pending
-// transfers instead of hanging the test.
+// Because loopback transfers complete synchronously, many rounds in a row in
+// which no rank completes a step are a deadlock (one round is not enough with
+// an emulated device, whose queued work runs over several polls), reported
+// with every rank's pending transfers instead of hanging the test.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,11 +20,14 @@ struct LoopbackGroup {
     std::shared_ptr<chorus::net::LoopbackHub> hub;
     std::vector<std::unique_ptr<chorus::Communicator>> comms;
 
-    LoopbackGroup(int n, const chorus::Config& config, bool rendezvous = false)
+    // `device` makes each rank's Device (default: CUDA's).
+    LoopbackGroup(int n, const chorus::Config& config, bool rendezvous = false,
+                  const std::function<std::unique_ptr<chorus::Device>()>& device = nullptr)
         : hub(std::make_shared<chorus::net::LoopbackHub>(n, rendezvous)) {
         for (int r = 0; r < n; ++r)
             comms.push_back(std::make_unique<chorus::Communicator>(
-                std::make_unique<chorus::net::LoopbackTransport>(hub, r), config));
+                std::make_unique<chorus::net::LoopbackTransport>(hub, r), config, MPI_COMM_NULL,
+                device ? device() : nullptr));
     }
     int size() const { return static_cast<int>(comms.size()); }
 
@@ -30,12 +35,15 @@ struct LoopbackGroup {
     // them to completion. Returns each rank's result; `error` collects the
     // failure messages (and the deadlock report, if any).
     std::vector<chorus_result_t> run(const chorus::coll::CollArgs& args, const std::vector<const void*>& send,
-                                     const std::vector<void*>& recv, std::string* error = nullptr) {
+                                     const std::vector<void*>& recv, std::string* error = nullptr,
+                                     const std::vector<void*>& streams = {}) {
         int n = size();
         std::vector<chorus::Operation*> ops(n);
         std::vector<chorus_result_t> rc(n, CHORUS_SUCCESS);
-        for (int r = 0; r < n; ++r) ops[r] = comms[r]->start(args, send[r], recv[r]);
+        for (int r = 0; r < n; ++r)
+            ops[r] = comms[r]->start(args, send[r], recv[r], streams.empty() ? nullptr : streams[r]);
         size_t last_total = ~size_t(0);
+        int stalled = 0;
         for (;;) {
             bool all = true;
             size_t total = 0;
@@ -46,7 +54,8 @@ struct LoopbackGroup {
                 all = all && done;
             }
             if (all) break;
-            if (total == last_total) {
+            stalled = total == last_total ? stalled + 1 : 0;
+            if (stalled == 1000) {
                 std::string report = "deadlock:";
                 for (int r = 0; r < n; ++r)
                     if (!ops[r]->finished) report += chorus::cat(" [rank ", r, ": ", ops[r]->executor->pending_summary(), "]");

@@ -46,7 +46,13 @@ LoopbackTransport::~LoopbackTransport() {
     hub_->boxes_[rank_].posted.clear();
 }
 
+void LoopbackTransport::check_host(const void* buf, const char* what) const {
+    if (hub_->is_device_ && !hub_->direct_ && hub_->is_device_(buf))
+        fail(CHORUS_ERR_INTERNAL, "loopback: ", what, " of device memory on a transport without device support");
+}
+
 Handle LoopbackTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
+    check_host(buf, "send");
     std::lock_guard<std::mutex> lock(hub_->mutex_);
     if (hub_->dead_[peer]) fail(CHORUS_ERR_PEER_FAILED, "loopback: send to dead rank ", peer);
     auto& box = hub_->boxes_[peer];
@@ -70,6 +76,7 @@ Handle LoopbackTransport::send(int peer, Tag tag, const void* buf, size_t bytes)
 }
 
 Handle LoopbackTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
+    check_host(buf, "recv");
     std::lock_guard<std::mutex> lock(hub_->mutex_);
     auto& box = hub_->boxes_[rank_];
     auto slot = std::make_unique<Slot>();

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,14 @@ public:
     // Mark a rank dead: its pending and future transfers fail on its peers.
     void kill(int rank);
     bool dead(int rank) const;
+    // Tests with emulated device memory: `is_device` tells device pointers.
+    // With `direct`, the transport claims to take device memory (it is host
+    // memory underneath); without, a device pointer reaching send() or
+    // recv() is an error (the executor failed to stage it).
+    void emulate_device(std::function<bool(const void*)> is_device, bool direct) {
+        is_device_ = std::move(is_device);
+        direct_ = direct;
+    }
 
 private:
     friend class LoopbackTransport;
@@ -54,6 +63,8 @@ private:
     mutable std::mutex mutex_;
     std::vector<Mailbox> boxes_;
     std::vector<bool> dead_;
+    std::function<bool(const void*)> is_device_;
+    bool direct_ = false;
 };
 
 class LoopbackTransport final : public Transport {
@@ -68,8 +79,10 @@ public:
     void cancel(Handle handle) override;
     bool progress() override { return false; }
     const char* name() const override { return "loopback"; }
+    bool device_memory() const override { return hub_->direct_; }
 
 private:
+    void check_host(const void* buf, const char* what) const;
     std::shared_ptr<LoopbackHub> hub_;
     int rank_;
 };

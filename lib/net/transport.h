@@ -35,6 +35,9 @@ public:
     virtual void check_peers() {}
     // Ranks of this communicator on this host, this one included.
     virtual int local_ranks() const { return 1; }
+    // Whether send() and recv() take CUDA device memory (otherwise the
+    // executor stages it through pinned host buffers).
+    virtual bool device_memory() const { return false; }
     // Name for messages: "ucx", "loopback".
     virtual const char* name() const = 0;
 };

@@ -71,6 +71,13 @@ UcxTransport::UcxTransport(MPI_Comm comm, bool peer_errors) : comm_(comm) {
     check_ucs(st, "ucp_init");
 
     try {
+        // Whether this UCX moves CUDA memory itself (built with CUDA, and its
+        // cuda transports loaded); otherwise device buffers are staged.
+        ucp_context_attr_t attr{};
+        attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+        if (ucp_context_query(context_, &attr) == UCS_OK)
+            device_memory_ = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+
         ucp_worker_params_t wparams{};
         wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
         wparams.thread_mode = UCS_THREAD_MODE_SINGLE;

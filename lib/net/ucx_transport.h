@@ -36,6 +36,7 @@ public:
     void check_peers() override;
     int local_ranks() const override;
     const char* name() const override { return "ucx"; }
+    bool device_memory() const override { return device_memory_; }
 
 private:
     void close_endpoints();
@@ -53,6 +54,7 @@ private:
     int size_ = 0;
     ucp_context_h context_ = nullptr;
     ucp_worker_h worker_ = nullptr;
+    bool device_memory_ = false;
     std::vector<ucp_ep_h> eps_;
     // Set by UCX's error callback when a peer fails (0 = healthy).
     std::vector<std::atomic<int>> peer_status_;
