@@ -127,7 +127,13 @@ Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* r
 
 Operation* Communicator::launch(const coll::CollArgs& args, const coll::Algorithm& algo, const void* sendbuf,
                                 void* recvbuf, void* stream) {
-    auto op = std::make_unique<Operation>();
+    std::unique_ptr<Operation> op;
+    if (spare_ops_.empty()) {
+        op = std::make_unique<Operation>();
+    } else {
+        op = std::move(spare_ops_.back());
+        spare_ops_.pop_back();
+    }
     op->seq = next_seq_++;
     op->args = args;
     op->algorithm = algo.name;
@@ -151,7 +157,8 @@ Operation* Communicator::launch(const coll::CollArgs& args, const coll::Algorith
                 use.gate = device_->mark();
             }
         }
-        op->executor = std::make_unique<Executor>(*op->schedule, *transport_, bufs, op->seq, config_.window, use);
+        if (op->executor) op->executor->reset(*op->schedule, bufs, op->seq, use);
+        else op->executor = std::make_unique<Executor>(*op->schedule, *transport_, bufs, op->seq, config_.window, use);
         if (op->mirrors[1])
             op->executor->add_final_copy(recvbuf, op->mirrors[1], op->mirror_bytes);
     } catch (...) {
@@ -378,7 +385,22 @@ chorus_result_t Communicator::release(Operation* op) {
     chorus_result_t rc = op->result;
     if (rc != CHORUS_SUCCESS) last_error_ = op->error;
     release_buffers(*op);
-    ops_.remove_if([op](const std::unique_ptr<Operation>& p) { return p.get() == op; });
+    for (size_t i = 0; i < ops_.size(); ++i) {
+        if (ops_[i].get() != op) continue;
+        std::unique_ptr<Operation> done = std::move(ops_[i]);
+        ops_.erase(ops_.begin() + static_cast<std::ptrdiff_t>(i));
+        if (spare_ops_.size() < 8) {
+            done->schedule.reset();
+            done->finished = false;
+            done->result = CHORUS_SUCCESS;
+            done->error.clear();
+            done->last_completed = 0;
+            done->on_device = false;
+            done->mirror_bytes = 0;
+            spare_ops_.push_back(std::move(done));
+        }
+        break;
+    }
     return rc;
 }
 

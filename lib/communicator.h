@@ -8,7 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
-#include <list>
+#include <vector>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -105,7 +105,10 @@ private:
     ScratchPool device_scratch_;  // device memory: scratch and mirrors
     ScratchPool staging_;         // pinned host memory: staged transfers
     coll::Selector selector_;
-    std::list<std::unique_ptr<Operation>> ops_;
+    std::vector<std::unique_ptr<Operation>> ops_;
+    // Finished operations kept for reuse, executor included: a steady
+    // stream of calls allocates nothing.
+    std::vector<std::unique_ptr<Operation>> spare_ops_;
     // Schedules by everything that shapes them.
     struct ScheduleKey {
         const coll::Algorithm* algo;

@@ -36,15 +36,31 @@ StepId heap_pop(std::vector<StepId>& h) {
 
 Executor::Executor(const Schedule& schedule, net::Transport& transport, Buffers buffers, uint64_t seq,
                    int window, DeviceUse device)
-    : schedule_(schedule), transport_(transport), buffers_(buffers), seq_(seq), window_(window), dev_(device) {
-    if (!schedule_.finalized()) fail(CHORUS_ERR_INTERNAL, "executor: schedule was not finalized");
+    : sched_(&schedule), transport_(transport), window_(window) {
+    reset(schedule, buffers, seq, device);
+}
+
+void Executor::reset(const Schedule& schedule, Buffers buffers, uint64_t seq, DeviceUse device) {
+    abort();
+    sched_ = &schedule;
+    buffers_ = buffers;
+    seq_ = seq;
+    dev_ = device;
+    completed_ = 0;
+    finished_ = false;
+    final_mark_ = 0;
+    ready_send_.clear();
+    ready_recv_.clear();
+    ready_local_.clear();
+    final_copies_.clear();
+    if (!sched_->finalized()) fail(CHORUS_ERR_INTERNAL, "executor: schedule was not finalized");
     if ((dev_.on_device || dev_.gate) && !dev_.device) fail(CHORUS_ERR_INTERNAL, "executor: device work without a device");
     if (dev_.on_device && !dev_.direct && !dev_.staging)
         fail(CHORUS_ERR_INTERNAL, "executor: device buffers without staging buffers");
-    const auto& steps = schedule_.steps();
+    const auto& steps = sched_->steps();
     remaining_.resize(steps.size());
     for (StepId s = 0; s < steps.size(); ++s) {
-        remaining_[s] = schedule_.ndeps(s);
+        remaining_[s] = sched_->ndeps(s);
         if (remaining_[s] == 0) make_ready(s);
     }
 }
@@ -78,7 +94,7 @@ char* Executor::resolve(Region r) const {
 }
 
 void Executor::make_ready(StepId s) {
-    switch (schedule_.steps()[s].kind) {
+    switch (sched_->steps()[s].kind) {
         case StepKind::Send: heap_push(ready_send_, s); break;
         case StepKind::Recv: heap_push(ready_recv_, s); break;
         default: ready_local_.push_back(s); break;
@@ -87,16 +103,16 @@ void Executor::make_ready(StepId s) {
 
 void Executor::finish(StepId s) {
     ++completed_;
-    const uint32_t* out = schedule_.dependents_of(s);
-    for (uint32_t i = 0, n = schedule_.ndependents(s); i < n; ++i)
+    const uint32_t* out = sched_->dependents_of(s);
+    for (uint32_t i = 0, n = sched_->ndependents(s); i < n; ++i)
         if (--remaining_[out[i]] == 0) make_ready(out[i]);
 }
 
 void Executor::run_local(StepId s) {
-    const Step& st = schedule_.steps()[s];
+    const Step& st = sched_->steps()[s];
     switch (st.kind) {
         case StepKind::Reduce:
-            host_reduce(schedule_.dtype(), schedule_.op(), resolve(st.dst), resolve(st.src), resolve(st.src2),
+            host_reduce(sched_->dtype(), sched_->op(), resolve(st.dst), resolve(st.src), resolve(st.src2),
                         st.count);
             break;
         case StepKind::Copy: {
@@ -105,7 +121,7 @@ void Executor::run_local(StepId s) {
             break;
         }
         case StepKind::Divide:
-            host_divide(schedule_.dtype(), resolve(st.dst), st.count, schedule_.divisor());
+            host_divide(sched_->dtype(), resolve(st.dst), st.count, sched_->divisor());
             break;
         default:
             fail(CHORUS_ERR_INTERNAL, "executor: step ", s, " is not local");
@@ -115,18 +131,18 @@ void Executor::run_local(StepId s) {
 
 // Queue a local step on the device; the caller makes the mark.
 void Executor::queue_local(StepId s) {
-    const Step& st = schedule_.steps()[s];
+    const Step& st = sched_->steps()[s];
     Device& d = *dev_.device;
     switch (st.kind) {
         case StepKind::Reduce:
-            d.reduce(schedule_.dtype(), schedule_.op(), resolve(st.dst), resolve(st.src), resolve(st.src2), st.count);
+            d.reduce(sched_->dtype(), sched_->op(), resolve(st.dst), resolve(st.src), resolve(st.src2), st.count);
             break;
         case StepKind::Copy: {
             char *dst = resolve(st.dst), *src = resolve(st.src);
             if (dst != src) d.copy(dst, src, st.bytes);
             break;
         }
-        case StepKind::Divide: d.divide(schedule_.dtype(), resolve(st.dst), st.count, schedule_.divisor()); break;
+        case StepKind::Divide: d.divide(sched_->dtype(), resolve(st.dst), st.count, sched_->divisor()); break;
         default: fail(CHORUS_ERR_INTERNAL, "executor: step ", s, " is not local");
     }
 }
@@ -157,14 +173,14 @@ void Executor::drain_local() {
 }
 
 void Executor::rethrow_with_context(StepId s, const Error& e) const {
-    const Step& st = schedule_.steps()[s];
+    const Step& st = sched_->steps()[s];
     throw Error(e.code(), cat(e.what(), " [operation #", seq_, ", step ", s, ": ", kind_name(st.kind), " rank ",
                               st.peer, ", ", st.bytes, " bytes, tag ", st.tag, "]"));
 }
 
 void Executor::post_send(StepId s, const void* src, void* slot) {
-    const Step& st = schedule_.steps()[s];
-    net::Handle h = transport_.send(st.peer, net::make_tag(schedule_.rank(), seq_, st.tag), src, st.bytes);
+    const Step& st = sched_->steps()[s];
+    net::Handle h = transport_.send(st.peer, net::make_tag(sched_->rank(), seq_, st.tag), src, st.bytes);
     if (!h) {
         release_slot(slot);
         --sends_inflight_;
@@ -175,7 +191,7 @@ void Executor::post_send(StepId s, const void* src, void* slot) {
 }
 
 void Executor::post(StepId s) {
-    const Step& st = schedule_.steps()[s];
+    const Step& st = sched_->steps()[s];
     bool staged = dev_.on_device && !dev_.direct;
     void* slot = nullptr;
     try {
@@ -204,7 +220,7 @@ void Executor::post(StepId s) {
 
 // A transfer has left or arrived.
 void Executor::transfer_done(const InFlight& f) {
-    const Step& st = schedule_.steps()[f.step];
+    const Step& st = sched_->steps()[f.step];
     if (st.kind == StepKind::Send) {
         --sends_inflight_;
         release_slot(f.slot);
@@ -293,7 +309,7 @@ bool Executor::progress() {
         }
         if (!posted && ready_local_.empty()) break;
     }
-    if (completed_ < schedule_.steps().size()) return false;
+    if (completed_ < sched_->steps().size()) return false;
     if (final_copies_.empty()) {
         finished_ = true;
         return true;
@@ -313,7 +329,7 @@ bool Executor::progress() {
 bool Executor::may_post(StepId s, StepKind kind, int inflight) const {
     if (inflight < window_) return true;
     for (const auto& f : inflight_)
-        if (f.step < s && schedule_.steps()[f.step].kind == kind) return false;
+        if (f.step < s && sched_->steps()[f.step].kind == kind) return false;
     // Sends still being staged are in flight too.
     if (kind == StepKind::Send)
         for (size_t i = queued_head_; i < queued_.size(); ++i)
@@ -329,7 +345,7 @@ std::string Executor::pending_summary() const {
             out += cat(", ... (", inflight_.size(), " in all)");
             break;
         }
-        const Step& st = schedule_.steps()[f.step];
+        const Step& st = sched_->steps()[f.step];
         out += cat(out.empty() ? "" : ", ", kind_name(st.kind), " rank ", st.peer, " (step ", f.step, ")");
     }
     size_t staging = 0, device_steps = 0;
@@ -339,7 +355,7 @@ std::string Executor::pending_summary() const {
     if (device_steps) out += cat(out.empty() ? "" : ", ", device_steps, " steps queued on the device");
     if (dev_.gate) out += cat(out.empty() ? "" : ", ", "waiting for the caller's stream");
     if (out.empty()) out = "no transfer in flight";
-    return cat(out, "; ", completed_, " of ", schedule_.steps().size(), " steps done");
+    return cat(out, "; ", completed_, " of ", sched_->steps().size(), " steps done");
 }
 
 }  // namespace chorus

@@ -45,6 +45,9 @@ class Executor {
 public:
     Executor(const Schedule& schedule, net::Transport& transport, Buffers buffers, uint64_t seq, int window,
              DeviceUse device = {});
+    // Run another schedule with this executor, whose previous one has
+    // finished or been aborted (keeps the memory of its bookkeeping).
+    void reset(const Schedule& schedule, Buffers buffers, uint64_t seq, DeviceUse device = {});
     ~Executor();
     Executor(const Executor&) = delete;
     Executor& operator=(const Executor&) = delete;
@@ -99,7 +102,7 @@ private:
     char* resolve(Region r) const;
     [[noreturn]] void rethrow_with_context(StepId s, const class Error& e) const;
 
-    const Schedule& schedule_;
+    const Schedule* sched_;
     net::Transport& transport_;
     Buffers buffers_;
     uint64_t seq_;
