@@ -86,7 +86,9 @@ private:
     void* stream() {
         if (!stream_) {
             std::string why;
-            if (!gpu::available(&why)) fail(CHORUS_ERR_CUDA, "device memory given, but no usable GPU: ", why);
+            if (!gpu::available(&why))
+                fail(CHORUS_ERR_CUDA, "CUDA work (device or managed buffers, or a stream to wait for) ",
+                     "without a usable GPU: ", why);
             stream_ = gpu::create_stream();
         }
         return stream_;

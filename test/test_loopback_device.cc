@@ -181,3 +181,26 @@ TEST_CASE("device buffers: a transport that refuses device memory catches an uns
     CHECK_THROWS_AS(t0.recv(1, 1, d, 64), chorus::Error);
     mem->free(d);
 }
+
+TEST_CASE("without a GPU, a stream to wait for is a clean CUDA error", "[device]") {
+    if (chorus::gpu::available()) return;  // a real stream would be needed
+    test::LoopbackGroup group(1, chorus::Config{});
+    chorus::coll::CollArgs args;
+    args.coll = Collective::Allreduce;
+    args.count = 4;
+    float in[4] = {1, 2, 3, 4}, out[4] = {};
+    void* stream = reinterpret_cast<void*>(uintptr_t{0x10});  // never dereferenced without a GPU
+    try {
+        group.comms[0]->start(args, in, out, stream);
+        FAIL("expected CHORUS_ERR_CUDA");
+    } catch (const chorus::Error& e) {
+        CHECK(e.code() == CHORUS_ERR_CUDA);
+        CHECK(std::string(e.what()).find("without a usable GPU") != std::string::npos);
+    }
+    // Host buffers without a stream still work.
+    std::vector<const void*> send{in};
+    std::vector<void*> recv{out};
+    auto rc = group.run(args, send, recv);
+    CHECK(rc[0] == CHORUS_SUCCESS);
+    CHECK(out[3] == 4.0f);
+}
