@@ -8,6 +8,7 @@
 #include "host_reducer.h"
 #include "log.h"
 #include "net/mpi_bootstrap.h"
+#include "net/shm_transport.h"
 #include "net/ucx_transport.h"
 
 namespace chorus {
@@ -23,7 +24,8 @@ std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm, const Conf
     MPI_Comm dup = MPI_COMM_NULL;
     net::check_mpi(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup");
     try {
-        auto transport = std::make_unique<net::UcxTransport>(dup, config.peer_errors);
+        std::unique_ptr<net::Transport> transport = std::make_unique<net::UcxTransport>(dup, config.peer_errors);
+        transport = net::ShmTransport::create(dup, std::move(transport), config.shm_eager_bytes);
         return std::make_unique<Communicator>(std::move(transport), config, dup);
     } catch (...) {
         MPI_Comm_free(&dup);

@@ -137,6 +137,10 @@ Config Config::from_strings(const std::vector<std::string>& env) {
         } else if (name == "CHORUS_CHECK" || name == "CHORUS_PEER_ERRORS") {
             if (value != "0" && value != "1") fail(CHORUS_ERR_CONFIG, name, "='", value, "': expected 0 or 1");
             (name == "CHORUS_CHECK" ? c.check : c.peer_errors) = value == "1";
+        } else if (name == "CHORUS_SHM_EAGER") {
+            c.shm_eager_bytes = parse_bytes(value, name);
+            if (c.shm_eager_bytes > 4096)
+                fail(CHORUS_ERR_CONFIG, name, "='", value, "': at most 4096 bytes (0 turns it off)");
         } else if (name == "CHORUS_STAGING") {
             if (value != "auto" && value != "always")
                 fail(CHORUS_ERR_CONFIG, name, "='", value, "': expected auto or always");
@@ -171,7 +175,7 @@ std::string Config::describe() const {
                " CHORUS_WINDOW=", window, " CHORUS_TIMEOUT_MS=", timeout_ms,
                " CHORUS_ALGO=", algos.empty() ? "auto" : algos, " CHORUS_SPIN=", spin_before_yield,
                " CHORUS_CHECK=", check ? 1 : 0, " CHORUS_PEER_ERRORS=", peer_errors ? 1 : 0,
-               " CHORUS_STAGING=", always_stage ? "always" : "auto",
+               " CHORUS_SHM_EAGER=", shm_eager_bytes, " CHORUS_STAGING=", always_stage ? "always" : "auto",
                " cost model: ", cost.describe());
 }
 

@@ -192,7 +192,7 @@ void Executor::post_send(StepId s, const void* src, void* slot) {
 
 void Executor::post(StepId s) {
     const Step& st = sched_->steps()[s];
-    bool staged = dev_.on_device && !dev_.direct;
+    bool staged = dev_.on_device && (!dev_.direct || st.bytes <= transport_.host_only_max());
     void* slot = nullptr;
     try {
         if (staged) slot = dev_.staging->acquire(st.bytes);

@@ -20,14 +20,18 @@ struct LoopbackGroup {
     std::shared_ptr<chorus::net::LoopbackHub> hub;
     std::vector<std::unique_ptr<chorus::Communicator>> comms;
 
-    // `device` makes each rank's Device (default: CUDA's).
+    using Wrap = std::function<std::unique_ptr<chorus::net::Transport>(std::unique_ptr<chorus::net::Transport>)>;
+    // `device` makes each rank's Device (default: CUDA's); `wrap` puts
+    // another transport around each rank's loopback transport.
     LoopbackGroup(int n, const chorus::Config& config, bool rendezvous = false,
-                  const std::function<std::unique_ptr<chorus::Device>()>& device = nullptr)
+                  const std::function<std::unique_ptr<chorus::Device>()>& device = nullptr, const Wrap& wrap = nullptr)
         : hub(std::make_shared<chorus::net::LoopbackHub>(n, rendezvous)) {
-        for (int r = 0; r < n; ++r)
-            comms.push_back(std::make_unique<chorus::Communicator>(
-                std::make_unique<chorus::net::LoopbackTransport>(hub, r), config, MPI_COMM_NULL,
-                device ? device() : nullptr));
+        for (int r = 0; r < n; ++r) {
+            std::unique_ptr<chorus::net::Transport> t = std::make_unique<chorus::net::LoopbackTransport>(hub, r);
+            if (wrap) t = wrap(std::move(t));
+            comms.push_back(std::make_unique<chorus::Communicator>(std::move(t), config, MPI_COMM_NULL,
+                                                                   device ? device() : nullptr));
+        }
     }
     int size() const { return static_cast<int>(comms.size()); }
 

@@ -38,6 +38,9 @@ public:
     // Whether send() and recv() take CUDA device memory (otherwise the
     // executor stages it through pinned host buffers).
     virtual bool device_memory() const { return false; }
+    // Transfers of at most this many bytes need host memory even when
+    // device_memory() is true (they are copied by the CPU).
+    virtual size_t host_only_max() const { return 0; }
     // Name for messages: "ucx", "loopback".
     virtual const char* name() const = 0;
 };

@@ -1,0 +1,350 @@
+#include "net/shm_transport.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include "log.h"
+#include "net/mpi_bootstrap.h"
+#include "status.h"
+
+namespace chorus::net {
+
+namespace {
+
+// One slot: a cache line of header, then the payload.
+struct alignas(64) SlotHeader {
+    std::atomic<uint32_t> full;  // 1 while it holds a message the receiver has not taken
+    uint32_t bytes;
+    Tag tag;
+};
+static_assert(sizeof(SlotHeader) == 64, "slot header is one cache line");
+constexpr size_t kSlotBytes = sizeof(SlotHeader) + ShmTransport::kSlotPayload;
+constexpr size_t kRingBytes = kSlotBytes * ShmTransport::kSlots;
+
+SlotHeader* slot_at(void* ring, uint64_t n) {
+    return reinterpret_cast<SlotHeader*>(static_cast<char*>(ring) + (n % ShmTransport::kSlots) * kSlotBytes);
+}
+char* payload(SlotHeader* h) { return reinterpret_cast<char*>(h + 1); }
+
+}  // namespace
+
+struct ShmTransport::Request {
+    enum class Kind : uint8_t { Inner, Send, Recv } kind;
+    bool done;
+    int peer;
+    Tag tag;
+    const void* src;
+    void* dst;
+    size_t bytes, got;
+    Handle inner;
+};
+
+size_t ShmTransport::segment_bytes(int local) { return kRingBytes * static_cast<size_t>(local); }
+
+void ShmTransport::init_segment(void* mem, int local) {
+    for (int j = 0; j < local; ++j)
+        for (size_t n = 0; n < kSlots; ++n) {
+            auto* h = new (static_cast<char*>(mem) + j * kRingBytes + n * kSlotBytes) SlotHeader;
+            h->full.store(0, std::memory_order_relaxed);
+            h->bytes = 0;
+            h->tag = 0;
+        }
+}
+
+ShmTransport::ShmTransport(std::unique_ptr<Transport> inner, size_t eager_bytes, std::vector<int> local_index,
+                           std::vector<void*> segments, std::vector<int> pids, std::vector<size_t> mapped_bytes)
+    : inner_(std::move(inner)), eager_(eager_bytes < kSlotPayload ? eager_bytes : kSlotPayload) {
+    const int n = inner_->size(), me = inner_->rank();
+    if (static_cast<int>(local_index.size()) != n || static_cast<int>(segments.size()) != n)
+        fail(CHORUS_ERR_INTERNAL, "shm transport: ", n, " ranks but ", local_index.size(), " local indices");
+    if (local_index[me] < 0) fail(CHORUS_ERR_INTERNAL, "shm transport: this rank is not local to itself");
+    peers_.resize(n);
+    for (int r = 0; r < n; ++r) {
+        Peer& p = peers_[r];
+        p.local = local_index[r];
+        if (p.local < 0) continue;
+        p.pid = pids.empty() ? 0 : pids[r];
+        p.ring_out = static_cast<char*>(segments[r]) + kRingBytes * static_cast<size_t>(local_index[me]);
+        p.ring_in = static_cast<char*>(segments[me]) + kRingBytes * static_cast<size_t>(p.local);
+        local_sources_.push_back(r);
+    }
+    if (!mapped_bytes.empty()) {
+        mapped_ = segments;
+        mapped_bytes_ = std::move(mapped_bytes);
+    }
+}
+
+ShmTransport::~ShmTransport() {
+    for (auto& p : peers_) {
+        for (Request* r : p.waiting_sends) delete r;
+        for (Request* r : p.posted) delete r;
+    }
+    for (Request* r : spare_) delete r;
+    // The inner transport's teardown is collective and keeps progressing;
+    // the segments go after it, when no peer can write into them.
+    inner_.reset();
+    for (size_t r = 0; r < mapped_.size(); ++r)
+        if (mapped_[r]) munmap(mapped_[r], mapped_bytes_[r]);
+}
+
+ShmTransport::Request* ShmTransport::new_request() {
+    if (spare_.empty()) return new Request{};
+    Request* r = spare_.back();
+    spare_.pop_back();
+    return r;
+}
+
+void ShmTransport::free_request(Request* r) {
+    if (spare_.size() < 256) spare_.push_back(r);
+    else delete r;
+}
+
+void ShmTransport::peer_failed(int peer) const {
+    fail(CHORUS_ERR_PEER_FAILED, "shared memory: rank ", peer, " (pid ", peers_[peer].pid, ") died");
+}
+
+bool ShmTransport::try_put(Peer& p, Tag tag, const void* buf, size_t bytes) {
+    SlotHeader* h = slot_at(p.ring_out, p.next_out);
+    if (h->full.load(std::memory_order_acquire)) return false;
+    if (bytes) std::memcpy(payload(h), buf, bytes);
+    h->tag = tag;
+    h->bytes = static_cast<uint32_t>(bytes);
+    h->full.store(1, std::memory_order_release);
+    ++p.next_out;
+    return true;
+}
+
+Handle ShmTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
+    if (!small(peer, bytes)) {
+        Handle h = inner_->send(peer, tag, buf, bytes);
+        if (!h) return nullptr;
+        Request* r = new_request();
+        *r = Request{Request::Kind::Inner, false, peer, tag, nullptr, nullptr, bytes, 0, h};
+        return r;
+    }
+    Peer& p = peers_[peer];
+    if (p.dead) peer_failed(peer);
+    if (p.waiting_sends.empty() && try_put(p, tag, buf, bytes)) return nullptr;
+    Request* r = new_request();
+    *r = Request{Request::Kind::Send, false, peer, tag, buf, nullptr, bytes, 0, nullptr};
+    p.waiting_sends.push_back(r);
+    return r;
+}
+
+Handle ShmTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
+    if (!small(peer, bytes)) {
+        Handle h = inner_->recv(peer, tag, buf, bytes);
+        if (!h) return nullptr;
+        Request* r = new_request();
+        *r = Request{Request::Kind::Inner, false, peer, tag, nullptr, nullptr, bytes, 0, h};
+        return r;
+    }
+    Peer& p = peers_[peer];
+    poll_in(peer);
+    for (auto it = p.unexpected.begin(); it != p.unexpected.end(); ++it) {
+        if (it->tag != tag) continue;
+        size_t got = it->data.size();
+        if (got != bytes) {
+            p.unexpected.erase(it);
+            fail(CHORUS_ERR_MISMATCH, "shared memory: message from rank ", peer, " has ", got, " bytes, expected ",
+                 bytes);
+        }
+        if (bytes) std::memcpy(buf, it->data.data(), bytes);
+        p.unexpected.erase(it);
+        return nullptr;
+    }
+    if (p.dead) peer_failed(peer);
+    Request* r = new_request();
+    *r = Request{Request::Kind::Recv, false, peer, tag, nullptr, buf, bytes, 0, nullptr};
+    p.posted.push_back(r);
+    return r;
+}
+
+// Take every message waiting in `source`'s ring.
+bool ShmTransport::poll_in(int source) {
+    Peer& p = peers_[source];
+    bool moved = false;
+    for (;;) {
+        SlotHeader* h = slot_at(p.ring_in, p.next_in);
+        if (!h->full.load(std::memory_order_acquire)) break;
+        Tag tag = h->tag;
+        size_t bytes = h->bytes;
+        Request* match = nullptr;
+        for (size_t i = 0; i < p.posted.size(); ++i)
+            if (p.posted[i]->tag == tag) {
+                match = p.posted[i];
+                p.posted.erase(p.posted.begin() + static_cast<std::ptrdiff_t>(i));
+                break;
+            }
+        if (match) {
+            match->got = bytes;
+            if (bytes == match->bytes && bytes) std::memcpy(match->dst, payload(h), bytes);
+            match->done = true;
+        } else {
+            p.unexpected.push_back({tag, std::vector<char>(payload(h), payload(h) + bytes)});
+        }
+        h->full.store(0, std::memory_order_release);
+        ++p.next_in;
+        moved = true;
+    }
+    return moved;
+}
+
+bool ShmTransport::progress() {
+    bool moved = inner_->progress();
+    for (int s : local_sources_) {
+        Peer& p = peers_[s];
+        moved = poll_in(s) || moved;
+        while (!p.waiting_sends.empty()) {
+            Request* r = p.waiting_sends.front();
+            if (!try_put(p, r->tag, r->src, r->bytes)) break;
+            r->done = true;
+            p.waiting_sends.pop_front();
+            moved = true;
+        }
+    }
+    return moved;
+}
+
+bool ShmTransport::test(Handle handle) {
+    if (!handle) return true;
+    auto* r = static_cast<Request*>(handle);
+    if (r->kind == Request::Kind::Inner) {
+        bool done;
+        try {
+            done = inner_->test(r->inner);
+        } catch (...) {
+            free_request(r);  // the inner transport released its handle
+            throw;
+        }
+        if (done) free_request(r);
+        return done;
+    }
+    if (!r->done) {
+        if (!peers_[r->peer].dead) return false;
+        int peer = r->peer;
+        cancel(handle);
+        peer_failed(peer);
+    }
+    int peer = r->peer;
+    size_t got = r->got, expected = r->bytes;
+    bool is_recv = r->kind == Request::Kind::Recv;
+    free_request(r);
+    if (is_recv && got != expected)
+        fail(CHORUS_ERR_MISMATCH, "shared memory: message from rank ", peer, " has ", got, " bytes, expected ",
+             expected);
+    return true;
+}
+
+void ShmTransport::cancel(Handle handle) {
+    if (!handle) return;
+    auto* r = static_cast<Request*>(handle);
+    Peer& p = peers_[r->peer];
+    switch (r->kind) {
+        case Request::Kind::Inner: inner_->cancel(r->inner); break;
+        case Request::Kind::Send:
+            for (auto it = p.waiting_sends.begin(); it != p.waiting_sends.end(); ++it)
+                if (*it == r) {
+                    p.waiting_sends.erase(it);
+                    break;
+                }
+            break;
+        case Request::Kind::Recv:
+            for (auto it = p.posted.begin(); it != p.posted.end(); ++it)
+                if (*it == r) {
+                    p.posted.erase(it);
+                    break;
+                }
+            break;
+    }
+    free_request(r);
+}
+
+void ShmTransport::check_peers() {
+    inner_->check_peers();
+    for (int s : local_sources_) {
+        Peer& p = peers_[s];
+        if (p.dead || p.pid <= 0 || (p.posted.empty() && p.waiting_sends.empty())) continue;
+        if (kill(p.pid, 0) != 0 && errno == ESRCH) p.dead = true;
+    }
+}
+
+std::unique_ptr<Transport> ShmTransport::create(MPI_Comm comm, std::unique_ptr<Transport> inner, size_t eager_bytes) {
+    if (eager_bytes == 0) return inner;
+    const int n = inner->size(), me = inner->rank();
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    std::vector<std::string> who = allgather_blobs(comm, cat(getpid(), " ", host));
+    std::vector<int> local_index(n, -1), pids(n, 0);
+    int local = 0;
+    std::string my_host = who[me].substr(who[me].find(' ') + 1);
+    for (int r = 0; r < n; ++r) {
+        size_t sp = who[r].find(' ');
+        if (who[r].substr(sp + 1) != my_host) continue;
+        local_index[r] = local++;
+        pids[r] = std::atoi(who[r].c_str());
+    }
+    // Whether shared memory is used is a property of the communicator, so
+    // that every pair of ranks agrees on how small messages travel.
+    int any_pair = 0, alone = local <= 1 ? 1 : 0;
+    check_mpi(MPI_Allreduce(&alone, &any_pair, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce");
+    if (any_pair) return inner;  // every rank alone on its host
+
+    static std::atomic<unsigned> counter{0};
+    std::string name = cat("/chorus-", getpid(), "-", counter++, "-", me);
+    size_t bytes = segment_bytes(local);
+    void* mine = MAP_FAILED;
+    std::string why;
+    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+        why = cat("shm_open ", name, ": ", std::strerror(errno));
+    } else {
+        if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) why = cat("ftruncate: ", std::strerror(errno));
+        else mine = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (why.empty() && mine == MAP_FAILED) why = cat("mmap: ", std::strerror(errno));
+        close(fd);
+    }
+    if (mine != MAP_FAILED) init_segment(mine, local);
+    std::vector<std::string> names = allgather_blobs(comm, why.empty() ? name : std::string());
+    std::vector<void*> segments(n, nullptr);
+    std::vector<size_t> mapped_bytes(n, 0);
+    for (int r = 0; r < n && why.empty(); ++r) {
+        if (local_index[r] < 0) continue;
+        if (r == me) {
+            segments[r] = mine;
+        } else if (names[r].empty()) {
+            why = cat("rank ", r, " has no segment");
+        } else {
+            int pfd = shm_open(names[r].c_str(), O_RDWR, 0);
+            void* m = pfd < 0 ? MAP_FAILED : mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0);
+            if (pfd >= 0) close(pfd);
+            if (m == MAP_FAILED) why = cat("mapping rank ", r, "'s segment: ", std::strerror(errno));
+            else segments[r] = m;
+        }
+        mapped_bytes[r] = bytes;
+    }
+    int ok = why.empty() ? 1 : 0, all_ok = 0;
+    check_mpi(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm), "MPI_Allreduce");
+    // Every local rank has mapped every segment (or given up): unlink now,
+    // so nothing is left behind whatever happens later.
+    if (fd >= 0) shm_unlink(name.c_str());
+    if (!all_ok) {
+        if (!why.empty()) log(LogLevel::Warn, me, "shared memory for small messages unavailable (", why,
+                              "); every message goes through ", inner->name());
+        for (int r = 0; r < n; ++r)
+            if (segments[r]) munmap(segments[r], bytes);
+        if (mine != MAP_FAILED && !segments[me]) munmap(mine, bytes);
+        return inner;
+    }
+    return std::make_unique<ShmTransport>(std::move(inner), eager_bytes, std::move(local_index), std::move(segments),
+                                          std::move(pids), std::move(mapped_bytes));
+}
+
+}  // namespace chorus::net

@@ -1,0 +1,102 @@
+// Small messages between ranks on one host through shared memory, bigger
+// ones and other hosts through another transport (UCX).
+//
+// Each rank owns one receive segment with a ring of slots per local sender.
+// A sender copies a message of at most eager_bytes into its next slot in the
+// receiver's ring and raises the slot's flag; the receiver, in progress(),
+// takes messages in order, matches them with posted receives on (source,
+// tag) and keeps the others until they are asked for. A send completes as
+// soon as it is in the ring (or waits in order behind a full ring). Both
+// sides choose the path from the size alone, which they agree on (a receive
+// is posted with the exact size the sender sends).
+//
+// This is what the MPI libraries' shared-memory transports do for latency: a
+// message is one copy in, one copy out and two cache-line handoffs, with no
+// library request or worker in between.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/transport.h"
+
+namespace chorus::net {
+
+class ShmTransport final : public Transport {
+public:
+    // Segment geometry: slots per (sender, receiver) ring and payload bytes
+    // per slot (the largest message that goes through shared memory).
+    static constexpr size_t kSlots = 16;
+    static constexpr size_t kSlotPayload = 4096;
+    // Bytes of one receive segment for `local` senders.
+    static size_t segment_bytes(int local);
+    // Prepare `mem` (segment_bytes(local) bytes) as an empty segment.
+    static void init_segment(void* mem, int local);
+
+    // Over MPI: finds the ranks on this host, creates and maps the
+    // segments (unlinked as soon as every local rank has mapped them), and
+    // wraps `inner`. Collective over `comm`.
+    static std::unique_ptr<Transport> create(MPI_Comm comm, std::unique_ptr<Transport> inner, size_t eager_bytes);
+
+    // From parts (tests: several ranks in one process). `local_index[r]` is
+    // r's index among the ranks on this host, or -1; `segments[r]` is local
+    // rank r's receive segment (mapped here); `pids[r]` its process id, or 0
+    // when liveness is not to be checked.
+    ShmTransport(std::unique_ptr<Transport> inner, size_t eager_bytes, std::vector<int> local_index,
+                 std::vector<void*> segments, std::vector<int> pids, std::vector<size_t> mapped_bytes = {});
+    ~ShmTransport() override;
+    ShmTransport(const ShmTransport&) = delete;
+    ShmTransport& operator=(const ShmTransport&) = delete;
+
+    int rank() const override { return inner_->rank(); }
+    int size() const override { return inner_->size(); }
+    Handle send(int peer, Tag tag, const void* buf, size_t bytes) override;
+    Handle recv(int peer, Tag tag, void* buf, size_t bytes) override;
+    bool test(Handle handle) override;
+    void cancel(Handle handle) override;
+    bool progress() override;
+    void check_peers() override;
+    int local_ranks() const override { return inner_->local_ranks(); }
+    bool device_memory() const override { return inner_->device_memory(); }
+    size_t host_only_max() const override { return eager_; }
+    const char* name() const override { return inner_->name(); }
+
+private:
+    struct Request;
+    struct Message {
+        Tag tag;
+        std::vector<char> data;
+    };
+    struct Peer {
+        int local = -1;            // index among this host's ranks, -1 elsewhere
+        void* ring_out = nullptr;  // my ring in the peer's segment
+        void* ring_in = nullptr;   // the peer's ring in my segment
+        uint64_t next_out = 0, next_in = 0;
+        std::deque<Request*> waiting_sends;  // behind a full ring, in order
+        std::vector<Request*> posted;        // receives not matched yet
+        std::deque<Message> unexpected;      // messages not asked for yet
+        bool dead = false;
+        int pid = 0;
+    };
+    bool small(int peer, size_t bytes) const { return bytes <= eager_ && peers_[peer].local >= 0; }
+    bool try_put(Peer& p, Tag tag, const void* buf, size_t bytes);
+    bool poll_in(int source);
+    Request* new_request();
+    void free_request(Request* r);
+    [[noreturn]] void peer_failed(int peer) const;
+
+    std::unique_ptr<Transport> inner_;
+    size_t eager_;
+    std::vector<Peer> peers_;
+    std::vector<int> local_sources_;  // ranks with a ring into this one
+    std::vector<void*> mapped_;       // segments to unmap (create() only)
+    std::vector<size_t> mapped_bytes_;
+    std::vector<Request*> spare_;
+};
+
+}  // namespace chorus::net
