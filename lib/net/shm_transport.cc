@@ -106,6 +106,13 @@ void ShmTransport::free_request(Request* r) {
     else delete r;
 }
 
+Handle ShmTransport::wrap(Handle inner, int peer) {
+    if (!inner) return nullptr;
+    Request* r = new_request();
+    *r = Request{Request::Kind::Inner, false, peer, 0, nullptr, nullptr, 0, 0, inner};
+    return r;
+}
+
 void ShmTransport::peer_failed(int peer) const {
     fail(CHORUS_ERR_PEER_FAILED, "shared memory: rank ", peer, " (pid ", peers_[peer].pid, ") died");
 }
@@ -122,13 +129,7 @@ bool ShmTransport::try_put(Peer& p, Tag tag, const void* buf, size_t bytes) {
 }
 
 Handle ShmTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
-    if (!small(peer, bytes)) {
-        Handle h = inner_->send(peer, tag, buf, bytes);
-        if (!h) return nullptr;
-        Request* r = new_request();
-        *r = Request{Request::Kind::Inner, false, peer, tag, nullptr, nullptr, bytes, 0, h};
-        return r;
-    }
+    if (!small(peer, bytes)) return wrap(inner_->send(peer, tag, buf, bytes), peer);
     Peer& p = peers_[peer];
     if (p.dead) peer_failed(peer);
     if (p.waiting_sends.empty() && try_put(p, tag, buf, bytes)) return nullptr;
@@ -139,13 +140,7 @@ Handle ShmTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
 }
 
 Handle ShmTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
-    if (!small(peer, bytes)) {
-        Handle h = inner_->recv(peer, tag, buf, bytes);
-        if (!h) return nullptr;
-        Request* r = new_request();
-        *r = Request{Request::Kind::Inner, false, peer, tag, nullptr, nullptr, bytes, 0, h};
-        return r;
-    }
+    if (!small(peer, bytes)) return wrap(inner_->recv(peer, tag, buf, bytes), peer);
     Peer& p = peers_[peer];
     poll_in(peer);
     for (auto it = p.unexpected.begin(); it != p.unexpected.end(); ++it) {

@@ -87,6 +87,7 @@ private:
     bool try_put(Peer& p, Tag tag, const void* buf, size_t bytes);
     bool poll_in(int source);
     Request* new_request();
+    Handle wrap(Handle inner, int peer);  // an inner transport's transfer
     void free_request(Request* r);
     [[noreturn]] void peer_failed(int peer) const;
 
