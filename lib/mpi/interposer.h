@@ -141,6 +141,7 @@ private:
     };
     bool enabled_;
     bool refuse_;
+    bool refused_ = false;  // a device buffer met refuse_device
     std::vector<Region> regions_;
     std::string error_;
 };

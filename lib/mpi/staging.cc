@@ -36,6 +36,7 @@ void* HostStaging::view(const void* buf, size_t count, MPI_Datatype type, bool r
     if (!enabled_ || failed() || count == 0 || type == MPI_DATATYPE_NULL || !needs_staging(buf)) return as_is;
     if (refuse_) {
         error_ = "device or managed buffers on an intercommunicator are not supported when the call goes to MPI";
+        refused_ = true;
         return as_is;
     }
     // The bytes the call may touch: element i spans [i * extent + true_lb,
@@ -94,6 +95,7 @@ bool HostStaging::finish() {
 }
 
 int HostStaging::raise(Fn fn, MPI_Comm comm) const {
+    if (refused_) return raise_error(comm, CHORUS_ERR_UNSUPPORTED, std::string(fn_name(fn)) + ": " + error_);
     return raise_error(comm, CHORUS_ERR_CUDA,
                        std::string(fn_name(fn)) + ": staging a device buffer through host memory: " + error_);
 }
