@@ -9,6 +9,8 @@
 //
 //   interposer_gpu_calls pass     run with CHORUS_MPI_INTERCEPT=none: all passed through
 //   interposer_gpu_calls chorus   the default policy: eligible calls through Chorus
+//   ... --host                    every buffer in host memory (no GPU needed):
+//                                 checks the checks themselves
 //
 // Buffers: device on every rank, then device on even ranks and host on odd
 // ones, then managed memory. Exits 77 (skipped) on every rank when any rank
@@ -34,6 +36,7 @@ namespace {
 enum class Place { Host, Device, Managed };
 
 int g_rank = 0, g_size = 1, g_failures = 0;
+bool g_host_only = false;
 
 void fail(const std::string& what) {
     std::fprintf(stderr, "rank %d: FAIL %s\n", g_rank, what.c_str());
@@ -43,11 +46,11 @@ void fail(const std::string& what) {
 // `bytes` of memory at `place`, filled from the host and read back.
 class Mem {
 public:
-    Mem(Place place, size_t bytes) : place_(place), bytes_(bytes) {
+    Mem(Place place, size_t bytes) : place_(g_host_only ? Place::Host : place) {
         const size_t n = bytes ? bytes : 1;
-        p_ = place == Place::Device    ? gpu::alloc_device(n)
-             : place == Place::Managed ? gpu::alloc_managed(n)
-                                       : static_cast<void*>(new char[n]);
+        p_ = place_ == Place::Device    ? gpu::alloc_device(n)
+             : place_ == Place::Managed ? gpu::alloc_managed(n)
+                                        : static_cast<void*>(new char[n]);
     }
     ~Mem() {
         if (place_ == Place::Device) gpu::free_device(p_);
@@ -79,7 +82,6 @@ private:
         gpu::synchronize_stream(nullptr);
     }
     Place place_;
-    size_t bytes_;
     void* p_ = nullptr;
 };
 
@@ -280,8 +282,9 @@ int main(int argc, char** argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     const std::string mode = argc > 1 ? argv[1] : "";
+    g_host_only = argc > 2 && std::string(argv[2]) == "--host";
     std::string why;
-    const int mine = gpu::available(&why) ? 1 : 0;
+    const int mine = g_host_only || gpu::available(&why) ? 1 : 0;
     int all = 0;
     PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all) {
