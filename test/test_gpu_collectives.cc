@@ -279,9 +279,7 @@ std::string run_case(const Case& k, uint64_t seed, chorus_comm_t comm, bool by_t
             out_elems = vcounts[ume];
             break;
         }
-        case Coll::Allgather:
-            out_elems = want_elems = k.count * up;
-            break;
+        case Coll::Allgather: out_elems = want_elems = k.count * up; break;
         default: break;
     }
     // The reference: a reduction of every rank's input, or the moved blocks.
@@ -289,7 +287,8 @@ std::string run_case(const Case& k, uint64_t seed, chorus_comm_t comm, bool by_t
     if (k.coll == Coll::Broadcast)
         ref::fill_input(k.dt, CHORUS_SUM, k.root, p, seed, want.data(), k.count);
     else if (k.coll == Coll::Allgather)
-        for (int r = 0; r < p; ++r) ref::fill_input(k.dt, CHORUS_SUM, r, p, seed, want.data() + r * k.count * w, k.count);
+        for (int r = 0; r < p; ++r)
+            ref::fill_input(k.dt, CHORUS_SUM, r, p, seed, want.data() + r * k.count * w, k.count);
     else
         ref::expected(k.dt, k.op, p, seed, want.data(), want_elems);
     // This rank's input.
@@ -307,8 +306,8 @@ std::string run_case(const Case& k, uint64_t seed, chorus_comm_t comm, bool by_t
     void* recv = nullptr;
     Buffer* sendbuf = nullptr;
     std::vector<std::unique_ptr<Buffer>> owned;
-    if (k.in_place && (k.coll == Coll::Allreduce || k.coll == Coll::ReduceScatter ||
-                       k.coll == Coll::ReduceScatterv || (is_root && k.coll != Coll::Allgather))) {
+    if (k.in_place && (k.coll == Coll::Allreduce || k.coll == Coll::ReduceScatter || k.coll == Coll::ReduceScatterv ||
+                       (is_root && k.coll != Coll::Allgather))) {
         owned.emplace_back(new Buffer(k.recv, std::max(in_elems, out_elems) * w));
         owned.back()->put(in.data(), in_elems * w, 0);
         send = recv = owned.back()->data();
@@ -535,14 +534,15 @@ void overlapping(Tally& t, chorus_comm_t comm, void* stream) {
         rc[1] = chorus_ibroadcast(bc.data(), bc.data(), n, CHORUS_FLOAT32, p - 1, comm, stream, &q[1]);
         rc[2] = chorus_ireduce(rd_in.data(), rd.data(), n, CHORUS_FLOAT32, CHORUS_MAX, 0, comm, stream, &q[2]);
         rc[3] = chorus_ireduce_scatter(rs_in.data(), rs.data(), n, CHORUS_FLOAT32, CHORUS_SUM, comm, stream, &q[3]);
-        rc[4] = chorus_ireduce_scatterv(rv_in.data(), rv.data(), vc.data(), CHORUS_FLOAT32, CHORUS_PROD, comm,
-                                        stream, &q[4]);
+        rc[4] = chorus_ireduce_scatterv(rv_in.data(), rv.data(), vc.data(), CHORUS_FLOAT32, CHORUS_PROD, comm, stream,
+                                        &q[4]);
         rc[5] = chorus_iallgather(ag_in.data(), ag.data(), n, CHORUS_FLOAT32, comm, stream, &q[5]);
         for (int i = 5; i >= 0; --i)
             if (rc[i] == CHORUS_SUCCESS) rc[i] = chorus_wait(q[i]);
         for (int i = 0; i < 6 && err.empty(); ++i)
-            if (rc[i] != CHORUS_SUCCESS) err = chorus::cat("request ", i, ": ", chorus_get_error_string(rc[i]), ": ",
-                                                           chorus_comm_last_error(comm));
+            if (rc[i] != CHORUS_SUCCESS)
+                err = chorus::cat("request ", i, ": ", chorus_get_error_string(rc[i]), ": ",
+                                  chorus_comm_last_error(comm));
         std::vector<char> want(n * up * w + vtotal * w + 1);
         auto expect = [&](const Buffer& b, size_t elems, const char* what) {
             if (!err.empty()) return;
@@ -563,7 +563,8 @@ void overlapping(Tally& t, chorus_comm_t comm, void* stream) {
         std::memmove(want.data(), want.data() + voff * w, vc[static_cast<size_t>(me)] * w);
         expect(rv, vc[static_cast<size_t>(me)], "reduce_scatterv");
         for (int r = 0; r < p; ++r)
-            ref::fill_input(CHORUS_FLOAT32, CHORUS_SUM, r, p, seed + 5, want.data() + static_cast<size_t>(r) * n * w, n);
+            ref::fill_input(CHORUS_FLOAT32, CHORUS_SUM, r, p, seed + 5, want.data() + static_cast<size_t>(r) * n * w,
+                            n);
         expect(ag, n * up, "allgather");
     } catch (const chorus::Error& e) {
         err = chorus::cat("threw: ", e.what());
@@ -635,9 +636,8 @@ void stream_order(Tally& t, chorus_comm_t comm, void* stream) {
                 k.nonblocking = nonblocking;
                 k.stream = stream;
                 const bool has_out = coll != Coll::Reduce || me == root;
-                const chorus_result_t rc =
-                    call(k, coll == Coll::Broadcast && me != root ? nullptr : in.data(), has_out ? out.data() : nullptr,
-                         vc.data(), comm, false);
+                const chorus_result_t rc = call(k, coll == Coll::Broadcast && me != root ? nullptr : in.data(),
+                                                has_out ? out.data() : nullptr, vc.data(), comm, false);
                 if (rc != CHORUS_SUCCESS) {
                     err = chorus::cat(coll_name(coll), ": ", chorus_get_error_string(rc), ": ",
                                       chorus_comm_last_error(comm));
@@ -657,7 +657,7 @@ void stream_order(Tally& t, chorus_comm_t comm, void* stream) {
                         break;
                     default:
                         ref::expected(CHORUS_UINT32, op, p, seed, want.data(), in_elems);
-                        off = coll == Coll::ReduceScatter ? count * static_cast<size_t>(me)
+                        off = coll == Coll::ReduceScatter    ? count * static_cast<size_t>(me)
                               : coll == Coll::ReduceScatterv ? voff
                                                              : 0;
                         break;

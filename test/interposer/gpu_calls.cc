@@ -21,8 +21,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <exception>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -53,9 +53,12 @@ public:
                                         : static_cast<void*>(new char[n]);
     }
     ~Mem() {
-        if (place_ == Place::Device) gpu::free_device(p_);
-        else if (place_ == Place::Managed) gpu::free_managed(p_);
-        else delete[] static_cast<char*>(p_);
+        if (place_ == Place::Device)
+            gpu::free_device(p_);
+        else if (place_ == Place::Managed)
+            gpu::free_managed(p_);
+        else
+            delete[] static_cast<char*>(p_);
     }
     Mem(const Mem&) = delete;
     Mem& operator=(const Mem&) = delete;
@@ -199,16 +202,18 @@ void all_calls(Place place, uint64_t seed, const char* label) {
             int rc = MPI_Reduce(in.get(), me == root ? out.get() : nullptr, static_cast<int>(n), MPI_DOUBLE, MPI_SUM,
                                 root, MPI_COMM_WORLD);
             if (me == root) expect(rc, tag + "MPI_Reduce" + at, out.read<double>(n), double_sum(seed + 2, n));
-            rc = MPI_Reduce(me == root ? MPI_IN_PLACE : in.get(), me == root ? in.get() : nullptr,
-                            static_cast<int>(n), MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
-            if (me == root) expect(rc, tag + "MPI_Reduce in place" + at, in.read<double>(n), double_sum(seed + 2, n));
-            else expect(rc, tag + "MPI_Reduce input unchanged" + at, in.read<double>(n), doubles(seed + 2, me, n));
+            rc = MPI_Reduce(me == root ? MPI_IN_PLACE : in.get(), me == root ? in.get() : nullptr, static_cast<int>(n),
+                            MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
+            if (me == root)
+                expect(rc, tag + "MPI_Reduce in place" + at, in.read<double>(n), double_sum(seed + 2, n));
+            else
+                expect(rc, tag + "MPI_Reduce input unchanged" + at, in.read<double>(n), doubles(seed + 2, me, n));
         }
         {  // MPI_Reduce_scatter_block and MPI_Reduce_scatter (irregular), MPI_INT SUM
             Mem in(place, n * up * 4), out(place, n * 4);
             in.put(ints(seed + 3, me, n * up));
-            int rc = MPI_Reduce_scatter_block(in.get(), out.get(), static_cast<int>(n), MPI_INT, MPI_SUM,
-                                              MPI_COMM_WORLD);
+            int rc =
+                MPI_Reduce_scatter_block(in.get(), out.get(), static_cast<int>(n), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
             std::vector<int32_t> all = int_sum(seed + 3, n * up);
             expect(rc, tag + "MPI_Reduce_scatter_block" + at, out.read<int32_t>(n),
                    std::vector<int32_t>(all.begin() + static_cast<long>(n * static_cast<size_t>(me)),
@@ -316,8 +321,8 @@ int main(int argc, char** argv) {
     int local = g_failures, total = 0;
     PMPI_Allreduce(&local, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (g_rank == 0)
-        std::printf("%s at np=%d: %s (%llu calls through Chorus, %llu passed to MPI on rank 0)\n", mode.c_str(),
-                    g_size, total ? "FAILED" : "passed", in, passed);
+        std::printf("%s at np=%d: %s (%llu calls through Chorus, %llu passed to MPI on rank 0)\n", mode.c_str(), g_size,
+                    total ? "FAILED" : "passed", in, passed);
     MPI_Finalize();
     return total ? 1 : 0;
 }
