@@ -68,7 +68,8 @@ bool Report::open(const std::string& csv_path, const std::string& json_path, std
         }
         std::fprintf(csv_,
                      "collective,ranks,bytes,datatype,chorus_avg_us,chorus_min_us,chorus_max_us,"
-                     "algbw_gbs,busbw_gbs,mpi_avg_us,mpi_busbw_gbs,speedup,validation\n");
+                     "algbw_gbs,busbw_gbs,mpi_avg_us,mpi_busbw_gbs,speedup,validation%s\n",
+                     device() ? ",d2d_copy_gbs" : "");
         std::fflush(csv_);
     }
     if (!json_path.empty()) {
@@ -91,6 +92,10 @@ void Report::print_header() {
     std::printf(" Ranks: %d.", info_.ranks);
     if (info_.root >= 0) std::printf(" Root: %d.", info_.root);
     std::printf(" Buffers: %s%s.\n", info_.device.c_str(), info_.in_place ? ", in place" : "");
+    if (device()) {
+        std::printf("# MPI: host-staged (copy to the host, MPI on host buffers, copy back), timed end to end.\n");
+        std::printf("# D2D: a device-to-device copy of the message size, bytes / time: a ceiling.\n");
+    }
     std::printf("%-*s", kSizeWidth, "# Size");
     std::printf("%*s", kFieldWidth, "Avg Latency(us)");
     if (info_.full) {
@@ -101,6 +106,7 @@ void Report::print_header() {
     if (info_.validate) std::printf("%*s", kFieldWidth, "Validation");
     std::printf("%*s%*s", kExtraWidth, "algbw(GB/s)", kExtraWidth, "busbw(GB/s)");
     if (info_.compare_mpi) std::printf("%*s%*s", kExtraWidth, "MPI Avg(us)", kExtraWidth, "MPI/Chorus");
+    if (device()) std::printf("%*s", kExtraWidth, "D2D(GB/s)");
     std::printf("\n");
     std::fflush(stdout);
 }
@@ -122,6 +128,7 @@ void Report::add(const Row& r) {
         else
             std::printf("%*s%*s", kExtraWidth, "-", kExtraWidth, "-");
     }
+    if (device()) std::printf("%*.*f", kExtraWidth, kPrecision, r.copy_gbs);
     std::printf("\n");
     std::fflush(stdout);
 
@@ -132,7 +139,9 @@ void Report::add(const Row& r) {
             std::fprintf(csv_, "%.3f,%.4f,%.3f,", r.mpi_avg_us, r.mpi_busbw_gbs, r.speedup);
         else
             std::fprintf(csv_, ",,,");
-        std::fprintf(csv_, "%s\n", verdict_text(r.verdict));
+        std::fprintf(csv_, "%s", verdict_text(r.verdict));
+        if (device()) std::fprintf(csv_, ",%.4f", r.copy_gbs);
+        std::fprintf(csv_, "\n");
         std::fflush(csv_);
     }
 }
@@ -177,7 +186,9 @@ bool Report::finish(std::string& error) {
         s += ", \"mpi_avg_us\": " + (r.has_mpi ? num(r.mpi_avg_us, "%.3f") : null);
         s += ", \"mpi_busbw_gbs\": " + (r.has_mpi ? num(r.mpi_busbw_gbs, "%.4f") : null);
         s += ", \"speedup\": " + (r.has_mpi ? num(r.speedup, "%.3f") : null);
-        s += ", \"validation\": " + json_string(verdict_text(r.verdict)) + "}";
+        s += ", \"validation\": " + json_string(verdict_text(r.verdict));
+        if (device()) s += ", \"d2d_copy_gbs\": " + num(r.copy_gbs, "%.4f");
+        s += "}";
     }
     s += rows_.empty() ? "]\n}\n" : "\n  ]\n}\n";
     FILE* f = std::fopen(json_path_.c_str(), "w");

@@ -35,6 +35,7 @@ struct Row {
     double algbw_gbs = 0, busbw_gbs = 0;
     bool has_mpi = false;  // false with --no-mpi or without an MPI equivalent
     double mpi_avg_us = 0, mpi_busbw_gbs = 0, speedup = 0;
+    double copy_gbs = 0;  // -d cuda: device-to-device copy of `bytes`, bytes / time
     Verdict verdict = Verdict::kNotChecked;
 };
 
@@ -52,6 +53,7 @@ public:
     bool finish(std::string& error);
 
 private:
+    bool device() const { return info_.device == "cuda"; }
     RunInfo info_;
     std::vector<Row> rows_;
     FILE* csv_ = nullptr;

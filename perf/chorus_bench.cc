@@ -1,5 +1,13 @@
 // chorus-bench: OSU-style latency benchmark of Chorus collectives, timed
 // side by side with the MPI library's own collective.
+//
+// With -d cuda the buffers are device memory. Chorus gets them as they are
+// (and the benchmark's stream); MPI, which may not be CUDA-aware, is timed
+// as a program without a CUDA-aware MPI would call it: copy the input to a
+// pinned host buffer, run the MPI collective there, copy the output back,
+// all inside the timed region. A device-to-device copy of the message size,
+// timed in the same run, gives a ceiling. Validation copies the output back
+// to the host.
 #include <mpi.h>
 
 #include <algorithm>
@@ -14,6 +22,8 @@
 #include "bench_report.h"
 #include "bench_types.h"
 #include "chorus.h"
+#include "cuda/cuda_runtime_api.h"
+#include "status.h"
 
 namespace {
 
@@ -32,29 +42,30 @@ struct Call {
     int rank = 0;
     bool in_place = false;
     chorus_comm_t comm = nullptr;
+    void* stream = nullptr;  // -d cuda: the benchmark's CUDA stream
 };
 
 using ChorusFn = chorus_result_t (*)(const Call&);
 using MpiFn = int (*)(const Call&);
 
 chorus_result_t chorus_allreduce_call(const Call& c) {
-    return chorus_allreduce(c.send, c.recv, c.count, c.type->dt, c.op->op, c.comm, nullptr);
+    return chorus_allreduce(c.send, c.recv, c.count, c.type->dt, c.op->op, c.comm, c.stream);
 }
 
 chorus_result_t chorus_broadcast_call(const Call& c) {
-    return chorus_broadcast(c.send, c.recv, c.count, c.type->dt, c.root, c.comm, nullptr);
+    return chorus_broadcast(c.send, c.recv, c.count, c.type->dt, c.root, c.comm, c.stream);
 }
 
 chorus_result_t chorus_reduce_call(const Call& c) {
-    return chorus_reduce(c.send, c.recv, c.count, c.type->dt, c.op->op, c.root, c.comm, nullptr);
+    return chorus_reduce(c.send, c.recv, c.count, c.type->dt, c.op->op, c.root, c.comm, c.stream);
 }
 
 chorus_result_t chorus_reduce_scatter_call(const Call& c) {
-    return chorus_reduce_scatter(c.send, c.recv, c.count, c.type->dt, c.op->op, c.comm, nullptr);
+    return chorus_reduce_scatter(c.send, c.recv, c.count, c.type->dt, c.op->op, c.comm, c.stream);
 }
 
 chorus_result_t chorus_allgather_call(const Call& c) {
-    return chorus_allgather(c.send, c.recv, c.count, c.type->dt, c.comm, nullptr);
+    return chorus_allgather(c.send, c.recv, c.count, c.type->dt, c.comm, c.stream);
 }
 
 int mpi_allreduce_call(const Call& c) {
@@ -161,6 +172,29 @@ struct World {
     int size = 1;
 };
 
+// -d cuda: the device buffers, the benchmark's stream, and synchronous
+// copies on that stream.
+struct DeviceBuffers {
+    void* a = nullptr;
+    void* b = nullptr;
+    void* copy = nullptr;  // 2 x the largest message: the copy ceiling's source and target
+    void* stream = nullptr;
+    DeviceBuffers() = default;
+    DeviceBuffers(const DeviceBuffers&) = delete;
+    DeviceBuffers& operator=(const DeviceBuffers&) = delete;
+    ~DeviceBuffers() {
+        chorus::gpu::free_device(a);
+        chorus::gpu::free_device(b);
+        chorus::gpu::free_device(copy);
+        chorus::gpu::destroy_stream(stream);
+    }
+    void upload(void* dst, const void* src, size_t bytes) const {
+        chorus::gpu::copy_async(dst, src, bytes, stream);
+        chorus::gpu::synchronize_stream(stream);
+    }
+    void download(void* dst, const void* src, size_t bytes) const { upload(dst, src, bytes); }
+};
+
 bool any_rank(bool local) {
     int in = local ? 1 : 0, out = 0;
     MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
@@ -225,7 +259,14 @@ int main_impl(int argc, char** argv, const World& w) {
     }
     const Collective* coll = find_collective(o.collective);
     if (!coll) return usage_error("unknown collective '" + o.collective + "'");
-    if (o.device == "cuda") return plain_error("-d cuda: device buffers are not supported yet; use -d host", 2);
+    const bool cuda = o.device == "cuda";
+    if (cuda) {
+        // Every rank needs a GPU; ranks on one node share it.
+        std::string why;
+        const bool ok = chorus::gpu::available(&why);
+        if (any_rank(!ok))
+            return plain_error("-d cuda: no usable GPU " + (ok ? std::string("on another rank") : "here: " + why), 2);
+    }
     if (!coll->chorus)
         return plain_error(
             std::string(coll->name) + ": " + coll->symbol + " is not available in this version of Chorus", 2);
@@ -270,16 +311,46 @@ int main_impl(int argc, char** argv, const World& w) {
                       max_bytes, (2 * alloc_bytes) >> 20, need >> 20, node_ranks, avail >> 20);
         return plain_error(msg, 2);
     }
+    // Host buffers (with -d cuda: pinned, the host side of the staged MPI
+    // calls and of validation) and, with -d cuda, their device twins and a
+    // device buffer for the copy ceiling.
+    const size_t a_bytes = o.in_place ? alloc_bytes : send_bytes;
+    DeviceBuffers dev;
     void* buf_a = nullptr;
     void* buf_b = nullptr;
-    const size_t a_bytes = o.in_place ? alloc_bytes : send_bytes;
-    bool alloc_failed = posix_memalign(&buf_a, 4096, std::max<size_t>(a_bytes, 64)) != 0;
-    if (!o.in_place && !alloc_failed)
-        alloc_failed = posix_memalign(&buf_b, 4096, std::max<size_t>(recv_bytes, 64)) != 0;
-    if (any_rank(alloc_failed)) {
-        std::free(buf_a);
-        std::free(buf_b);
-        return plain_error("cannot allocate " + std::to_string(alloc_bytes) + " bytes of buffers; lower -m MAX", 2);
+    std::string alloc_error;
+    try {
+        if (cuda) {
+            buf_a = chorus::gpu::alloc_pinned(std::max<size_t>(a_bytes, 64));
+            if (!o.in_place) buf_b = chorus::gpu::alloc_pinned(std::max<size_t>(recv_bytes, 64));
+            dev.a = chorus::gpu::alloc_device(std::max<size_t>(a_bytes, 64));
+            if (!o.in_place) dev.b = chorus::gpu::alloc_device(std::max<size_t>(recv_bytes, 64));
+            dev.copy = chorus::gpu::alloc_device(2 * max_bytes);
+            dev.stream = chorus::gpu::create_stream();
+        } else {
+            if (posix_memalign(&buf_a, 4096, std::max<size_t>(a_bytes, 64)) != 0) buf_a = nullptr;
+            if (buf_a && !o.in_place && posix_memalign(&buf_b, 4096, std::max<size_t>(recv_bytes, 64)) != 0)
+                buf_b = nullptr;
+            if (!buf_a || (!o.in_place && !buf_b)) alloc_error = "out of memory";
+        }
+    } catch (const chorus::Error& e) {
+        alloc_error = e.what();
+    }
+    auto free_host = [&] {
+        if (cuda) {
+            chorus::gpu::free_pinned(buf_a);
+            chorus::gpu::free_pinned(buf_b);
+        } else {
+            std::free(buf_a);
+            std::free(buf_b);
+        }
+    };
+    if (any_rank(!alloc_error.empty())) {
+        free_host();
+        return plain_error("cannot allocate " + std::to_string(alloc_bytes) + " bytes of " +
+                               (cuda ? "device and pinned " : "") + "buffers" +
+                               (alloc_error.empty() ? std::string() : " (" + alloc_error + ")") + "; lower -m MAX",
+                           2);
     }
     std::memset(buf_a, 0, a_bytes);
     if (buf_b) std::memset(buf_b, 0, recv_bytes);
@@ -304,8 +375,7 @@ int main_impl(int argc, char** argv, const World& w) {
     if (root_prints && !report.open(o.csv_path, o.json_path, err)) file_ok = 0;
     MPI_Bcast(&file_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (!file_ok) {
-        std::free(buf_a);
-        std::free(buf_b);
+        free_host();
         return plain_error(err, 2);
     }
 
@@ -324,26 +394,45 @@ int main_impl(int argc, char** argv, const World& w) {
     if (root_prints) report.print_header();
     for (const size_t bytes : sizes) {
         const Layout l = layout_for(coll->kind, bytes, elem, n);
-        unsigned char* a = static_cast<unsigned char*>(buf_a);
-        Call c;
-        c.count = l.count;
-        c.type = &type;
-        c.op = o.op;
-        c.root = o.root;
-        c.rank = w.rank;
-        c.in_place = o.in_place;
-        c.comm = comm;
-        if (!o.in_place) {
-            c.send = buf_a;
-            c.recv = buf_b;
-        } else if (coll->kind == Kind::kAllgather) {
-            c.send = a + static_cast<size_t>(w.rank) * l.count * elem;
-            c.recv = a;
-        } else {
-            c.send = c.recv = a;
-        }
-        void* send_w = const_cast<void*>(c.send);
+        // The call on buffers a and b: `c` on the measured buffers, `hc` on
+        // the host ones (the same call without -d cuda).
+        auto call_on = [&](void* a_base, void* b_base) {
+            unsigned char* a = static_cast<unsigned char*>(a_base);
+            Call k;
+            k.count = l.count;
+            k.type = &type;
+            k.op = o.op;
+            k.root = o.root;
+            k.rank = w.rank;
+            k.in_place = o.in_place;
+            k.comm = comm;
+            k.stream = dev.stream;
+            if (!o.in_place) {
+                k.send = a_base;
+                k.recv = b_base;
+            } else if (coll->kind == Kind::kAllgather) {
+                k.send = a + static_cast<size_t>(w.rank) * l.count * elem;
+                k.recv = a;
+            } else {
+                k.send = k.recv = a;
+            }
+            return k;
+        };
+        const Call hc = call_on(buf_a, buf_b);
+        const Call c = cuda ? call_on(dev.a, dev.b) : hc;
+        void* send_w = const_cast<void*>(hc.send);
         fill_input(type, o.op->op, w.rank, n, 0, send_w, l.send_elems);
+        // What this rank's call reads and writes.
+        const bool has_in = coll->kind != Kind::kBcast || w.rank == o.root;
+        const bool has_out = coll->kind != Kind::kReduce || w.rank == o.root;
+        const size_t in_bytes = l.send_elems * elem, out_bytes = l.recv_elems * elem;
+        // Both whole buffers to the device (validation writes poison too).
+        auto upload_all = [&] {
+            if (!cuda) return;
+            dev.upload(dev.a, buf_a, a_bytes);
+            if (!o.in_place) dev.upload(dev.b, buf_b, recv_bytes);
+        };
+        upload_all();
 
         const bool with_mpi = o.compare_mpi && mpi_type_ok && l.recv_elems <= 0x7fffffff && l.send_elems <= 0x7fffffff;
         const int iters = o.iterations > 0 ? o.iterations
@@ -351,7 +440,19 @@ int main_impl(int argc, char** argv, const World& w) {
                                            : static_cast<int>(std::clamp<size_t>((size_t{1} << 30) / bytes, 10, 100));
         const int warmup = o.warmup >= 0 ? o.warmup : bytes <= 8192 ? 100 : std::max(2, iters / 10);
         auto run_chorus = [&] { check_chorus(coll->chorus(c), coll->symbol, bytes, comm, w.rank); };
-        auto run_mpi = [&] { coll->mpi(c); };
+        // With -d cuda, MPI runs on the host: the input comes down, the
+        // output goes back up, inside the timed region.
+        auto run_mpi = [&] {
+            if (!cuda) {
+                coll->mpi(c);
+                return;
+            }
+            if (has_in) dev.download(const_cast<void*>(hc.send), c.send, in_bytes);
+            coll->mpi(hc);
+            // The broadcast root's output is its input (MPI_Bcast works in place).
+            if (has_out && !(coll->kind == Kind::kBcast && w.rank == o.root))
+                dev.upload(c.recv, hc.recv, out_bytes);
+        };
 
         time_calls(warmup, run_chorus);
         if (with_mpi) time_calls(warmup, run_mpi);
@@ -361,6 +462,22 @@ int main_impl(int argc, char** argv, const World& w) {
             const int k = iters * (b + 1) / blocks - iters * b / blocks;
             t_chorus += time_calls(k, run_chorus);
             if (with_mpi) t_mpi += time_calls(k, run_mpi);
+        }
+        double copy_gbs = 0;
+        if (cuda) {
+            // Every rank copies at once, as every rank runs the collective.
+            char* const from = static_cast<char*>(dev.copy);
+            auto copy = [&] { chorus::gpu::copy_async(from + max_bytes, from, bytes, dev.stream); };
+            for (int i = 0; i < std::max(warmup, 1); ++i) copy();
+            chorus::gpu::synchronize_stream(dev.stream);
+            MPI_Barrier(MPI_COMM_WORLD);
+            const double t0 = MPI_Wtime();
+            for (int i = 0; i < iters; ++i) copy();
+            chorus::gpu::synchronize_stream(dev.stream);
+            const double t = MPI_Wtime() - t0;
+            const double mine = t > 0 ? static_cast<double>(bytes) * iters / t / 1e9 : 0;
+            MPI_Reduce(&mine, &copy_gbs, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+            copy_gbs /= n;
         }
         const double lat = t_chorus * 1e6 / iters, mpi_lat = t_mpi * 1e6 / iters;
         double lat_min = 0, lat_max = 0, lat_sum = 0, mpi_sum = 0;
@@ -373,15 +490,17 @@ int main_impl(int argc, char** argv, const World& w) {
         if (o.validate) {
             // Poison the output, then write the input (which, in place, may
             // overwrite part of the poisoned region).
-            std::memset(c.recv, 0xA5, l.recv_elems * elem);
+            std::memset(hc.recv, 0xA5, l.recv_elems * elem);
             if (coll->kind != Kind::kBcast)
                 fill_input(type, o.op->op, w.rank, n, 0, send_w, l.send_elems);
             else if (w.rank == o.root)
                 fill_input(type, o.op->op, o.root, n, 0, send_w, l.send_elems);
+            upload_all();
             MPI_Barrier(MPI_COMM_WORLD);
             run_chorus();
             const bool checked = coll->kind != Kind::kReduce || w.rank == o.root;
-            unsigned char* out = static_cast<unsigned char*>(c.recv);
+            if (cuda && checked) dev.download(hc.recv, c.recv, out_bytes);
+            unsigned char* out = static_cast<unsigned char*>(hc.recv);
             if (corrupt && checked && w.rank == checker) out[(l.recv_elems / 2) * elem] ^= 0xFF;
             size_t bad = 0;
             if (checked) {
@@ -421,13 +540,13 @@ int main_impl(int argc, char** argv, const World& w) {
                 r.speedup = r.avg_us > 0 ? r.mpi_avg_us / r.avg_us : 0;
             }
             r.verdict = verdict;
+            r.copy_gbs = copy_gbs;
             report.add(r);
         }
     }
 
     check_chorus(chorus_comm_destroy(comm), "chorus_comm_destroy", 0, nullptr, w.rank);
-    std::free(buf_a);
-    std::free(buf_b);
+    free_host();
     int status = any_fail ? 1 : 0;
     if (root_prints && !report.finish(err)) {
         std::fprintf(stderr, "%s: %s\n", prog, err.c_str());
@@ -444,7 +563,15 @@ int main(int argc, char** argv) {
     World w;
     MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &w.size);
-    const int status = main_impl(argc, argv, w);
+    int status = 1;
+    try {
+        status = main_impl(argc, argv, w);
+    } catch (const chorus::Error& e) {
+        // A CUDA failure in the middle of a run: the other ranks may be
+        // waiting in a collective.
+        std::fprintf(stderr, "chorus-bench: rank %d: %s\n", w.rank, e.what());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     MPI_Finalize();
     return status;
 }

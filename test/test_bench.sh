@@ -67,7 +67,25 @@ options)
     expect_status 2 "Usage:" allreduce -o xor
     expect_status 2 "Usage:" allreduce -d tpu
     expect_status 2 "Usage:" allreduce -k "$NP"
-    expect_status 2 "not supported" allreduce -d cuda
+    # -d cuda: without a GPU (or without CUDA in the build) a clear message
+    # from rank 0 and exit status 2; with one, a validated run.
+    run allreduce -d cuda -c -m 4:64K -i 3 -x 1
+    got=$?
+    if [ "$got" -eq 2 ]; then
+        if ! grep -q -- "-d cuda: no usable GPU" "$TMP/err"; then
+            fail "-d cuda exited 2 without saying that no GPU is usable"
+        elif [ "$(grep -c -- '-d cuda: no usable GPU' "$TMP/err")" -ne 1 ]; then
+            fail "-d cuda: the message was printed more than once"
+        elif grep -qiE "segmentation|core dumped|signal|MPI_ABORT" "$TMP/err"; then
+            fail "-d cuda without a GPU crashed or aborted"
+        else
+            echo "ok: chorus-bench allreduce -d cuda without a GPU -> 2 ($(grep -- '-d cuda' "$TMP/err"))"
+        fi
+    elif [ "$got" -eq 0 ] && grep -q "Pass" "$TMP/out" && ! grep -q "Fail" "$TMP/out"; then
+        echo "ok: chorus-bench allreduce -d cuda on a GPU -> validated run"
+    else
+        fail "chorus-bench allreduce -d cuda exited $got"
+    fi
     expect_status 2 "too large" allreduce -m 4:100000G
     expect_status 2 "cannot write CSV" allreduce -m 4 --csv "$TMP/no/such/dir/x.csv"
     ;;

@@ -71,6 +71,7 @@ TEST_CASE("gpu: releasing nothing is harmless", "[unit][gpu]") {
     gpu::destroy_event(nullptr);
     gpu::free_device(nullptr);
     gpu::free_pinned(nullptr);
+    gpu::free_managed(nullptr);
 }
 
 TEST_CASE("gpu: without a GPU every call fails with CHORUS_ERR_CUDA", "[unit][gpu]") {
@@ -84,6 +85,7 @@ TEST_CASE("gpu: without a GPU every call fails with CHORUS_ERR_CUDA", "[unit][gp
     CHECK(code_of([&] { gpu::divide_async(CHORUS_FLOAT32, d.data(), 64, 2, nullptr); }) == CHORUS_ERR_CUDA);
     CHECK(code_of([] { gpu::alloc_device(1024); }) == CHORUS_ERR_CUDA);
     CHECK(code_of([] { gpu::alloc_pinned(1024); }) == CHORUS_ERR_CUDA);
+    CHECK(code_of([] { gpu::alloc_managed(1024); }) == CHORUS_ERR_CUDA);
     CHECK(code_of([] { gpu::create_stream(); }) == CHORUS_ERR_CUDA);
     CHECK(code_of([] { gpu::create_event(); }) == CHORUS_ERR_CUDA);
     CHECK(code_of([&] { gpu::copy_async(d.data(), a.data(), 64 * sizeof(float), nullptr); }) == CHORUS_ERR_CUDA);
@@ -109,6 +111,14 @@ TEST_CASE("gpu: with a GPU the basic calls work", "[unit][gpu]") {
     CHECK(gpu::memory_kind(dev) == gpu::MemKind::Device);
     CHECK(gpu::memory_kind(static_cast<char*>(dev) + 100) == gpu::MemKind::Device);
     CHECK(gpu::memory_kind(pinned) == gpu::MemKind::PinnedHost);
+    void* managed = gpu::alloc_managed(n * sizeof(float));
+    CHECK(gpu::alloc_managed(0) == nullptr);
+    CHECK(gpu::memory_kind(managed) == gpu::MemKind::Managed);
+    static_cast<float*>(managed)[n - 1] = 3.0f;  // the host may write it
+    gpu::reduce_async(CHORUS_FLOAT32, CHORUS_SUM, managed, managed, managed, n, stream);
+    gpu::synchronize_stream(stream);
+    CHECK(static_cast<float*>(managed)[n - 1] == 6.0f);
+    gpu::free_managed(managed);
     std::vector<float> host(n);
     CHECK(gpu::memory_kind(host.data()) == gpu::MemKind::Host);
 

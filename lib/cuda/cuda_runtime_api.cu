@@ -230,6 +230,24 @@ void free_pinned(void* p) noexcept {
     if (cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
 }
 
+void* alloc_managed(size_t bytes) {
+    require("cudaMallocManaged");
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    const cudaError_t err = cudaMallocManaged(&p, bytes, cudaMemAttachGlobal);
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        fail(CHORUS_ERR_CUDA, "cudaMallocManaged(", bytes, " bytes): ", cudaGetErrorString(err), " (CUDA error ",
+             static_cast<int>(err), ")");
+    }
+    return p;
+}
+
+void free_managed(void* p) noexcept {
+    if (p == nullptr) return;
+    if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+}
+
 void copy_async(void* dst, const void* src, size_t bytes, void* stream) {
     require("cudaMemcpyAsync");
     if (bytes == 0) return;

@@ -70,6 +70,10 @@ void* alloc_device(size_t bytes);
 void free_device(void* p) noexcept;
 void* alloc_pinned(size_t bytes);
 void free_pinned(void* p) noexcept;
+// Managed (unified) memory, attached globally: any stream and the host may
+// touch it. For tests and tools; Chorus itself never allocates it.
+void* alloc_managed(size_t bytes);
+void free_managed(void* p) noexcept;
 // Any direction (cudaMemcpyDefault); asynchronous with respect to the host
 // only where the memory kinds allow it.
 void copy_async(void* dst, const void* src, size_t bytes, void* stream);

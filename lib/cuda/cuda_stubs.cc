@@ -70,6 +70,12 @@ void* alloc_pinned(size_t) {
 
 void free_pinned(void*) noexcept {}
 
+void* alloc_managed(size_t) {
+    no_cuda("alloc_managed");
+}
+
+void free_managed(void*) noexcept {}
+
 void copy_async(void*, const void*, size_t, void*) {
     no_cuda("copy_async");
 }

@@ -30,13 +30,48 @@ namespace {
 
 constexpr int kPassThrough = -1;  // from a body: hand the call to PMPI
 
+bool is_inter(MPI_Comm comm) {
+    int flag = 0;
+    return PMPI_Comm_test_inter(comm, &flag) == MPI_SUCCESS && flag != 0;
+}
+
+// Hands the call to PMPI: `pmpi(staging)` passes each buffer through
+// staging.view() and calls the PMPI function. With `stage`, device and
+// managed buffers reach MPI as host copies (written ones copied back after
+// the call); on an intercommunicator they are refused with an error.
+template <typename Pmpi>
+int to_pmpi(Fn fn, MPI_Comm comm, bool stage, Pmpi&& pmpi) {
+    stage = stage && comm != MPI_COMM_NULL;
+    HostStaging staging(stage, stage && is_inter(comm));
+    const int rc = pmpi(staging);
+    if (staging.failed()) return staging.raise(fn, comm);
+    if (rc == MPI_SUCCESS && !staging.finish()) return staging.raise(fn, comm);
+    return rc;
+}
+
+int rank_of(MPI_Comm comm) {
+    int r = 0;
+    PMPI_Comm_rank(comm, &r);
+    return r;
+}
+
+size_t size_of(MPI_Comm comm) {
+    int n = 0;
+    PMPI_Comm_size(comm, &n);
+    return static_cast<size_t>(n);
+}
+
+size_t elems(int count) { return count > 0 ? static_cast<size_t>(count) : 0; }
+
+// `pmpi(staging)` is called as to_pmpi describes. Calls from Chorus itself,
+// and those MPI is not running for, go to PMPI as they are.
 template <typename Pmpi, typename Body>
 int intercept(Fn fn, MPI_Comm comm, Pmpi&& pmpi, Body&& body) {
     int error = MPI_SUCCESS;
     switch (open_gate(fn, comm, &error)) {
-        case Gate::Quiet: return pmpi();
+        case Gate::Quiet: return to_pmpi(fn, comm, false, pmpi);
         case Gate::Refused: return error;
-        case Gate::Pass: count_passed(fn); return pmpi();
+        case Gate::Pass: count_passed(fn); return to_pmpi(fn, comm, true, pmpi);
         case Gate::Chorus: break;
     }
     int rc;
@@ -47,7 +82,7 @@ int intercept(Fn fn, MPI_Comm comm, Pmpi&& pmpi, Body&& body) {
     }
     if (rc != kPassThrough) return rc;
     count_passed(fn);
-    return pmpi();
+    return to_pmpi(fn, comm, true, pmpi);
 }
 
 // The communicator's Chorus twin: Gate::Chorus, or what to return instead.
@@ -110,7 +145,13 @@ int too_large(Fn fn, MPI_Comm comm, size_t bytes) {
 int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
     const Fn fn = kAllreduce;
     return intercept(
-        fn, comm, [&] { return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm); },
+        fn, comm,
+        [&](HostStaging& st) {
+            const size_t n = elems(count);
+            void* r = st.view(recvbuf, n, type, sendbuf == MPI_IN_PLACE, true);
+            const void* s = st.view(sendbuf, n, type, true, false);
+            return st.failed() ? MPI_ERR_OTHER : PMPI_Allreduce(s, r, count, type, op, comm);
+        },
         [&]() -> int {
             chorus_datatype_t dt;
             chorus_op_t cop;
@@ -129,7 +170,17 @@ int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, 
 int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
     const Fn fn = kReduce;
     return intercept(
-        fn, comm, [&] { return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm); },
+        fn, comm,
+        [&](HostStaging& st) {
+            // Intercommunicator: the root group passes MPI_ROOT or MPI_PROC_NULL.
+            const bool inter = st.refusing();
+            const bool is_root = inter ? root == MPI_ROOT : st.enabled() && rank_of(comm) == root;
+            const bool sends = inter ? root != MPI_ROOT && root != MPI_PROC_NULL : true;
+            const size_t n = elems(count);
+            void* r = is_root ? st.view(recvbuf, n, type, sendbuf == MPI_IN_PLACE, true) : recvbuf;
+            const void* s = sends ? st.view(sendbuf, n, type, true, false) : sendbuf;
+            return st.failed() ? MPI_ERR_OTHER : PMPI_Reduce(s, r, count, type, op, root, comm);
+        },
         [&]() -> int {
             chorus_datatype_t dt;
             chorus_op_t cop;
@@ -153,7 +204,14 @@ int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_
                          MPI_Comm comm) {
     const Fn fn = kReduceScatterBlock;
     return intercept(
-        fn, comm, [&] { return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm); },
+        fn, comm,
+        [&](HostStaging& st) {
+            const size_t n = elems(recvcount), p = st.enabled() ? size_of(comm) : 0;
+            const bool in_place = sendbuf == MPI_IN_PLACE;
+            void* r = st.view(recvbuf, in_place ? n * p : n, type, in_place, true);
+            const void* s = st.view(sendbuf, n * p, type, true, false);
+            return st.failed() ? MPI_ERR_OTHER : PMPI_Reduce_scatter_block(s, r, recvcount, type, op, comm);
+        },
         [&]() -> int {
             chorus_datatype_t dt;
             chorus_op_t cop;
@@ -175,7 +233,19 @@ int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, MP
                    MPI_Comm comm) {
     const Fn fn = kReduceScatter;
     return intercept(
-        fn, comm, [&] { return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm); },
+        fn, comm,
+        [&](HostStaging& st) {
+            size_t total = 0, mine = 0;
+            if (st.enabled() && recvcounts) {
+                const size_t p = size_of(comm), me = static_cast<size_t>(rank_of(comm));
+                for (size_t i = 0; i < p; ++i) total += elems(recvcounts[i]);
+                mine = me < p ? elems(recvcounts[me]) : 0;
+            }
+            const bool in_place = sendbuf == MPI_IN_PLACE;
+            void* r = st.view(recvbuf, in_place ? total : mine, type, in_place, true);
+            const void* s = st.view(sendbuf, total, type, true, false);
+            return st.failed() ? MPI_ERR_OTHER : PMPI_Reduce_scatter(s, r, recvcounts, type, op, comm);
+        },
         [&]() -> int {
             chorus_datatype_t dt;
             chorus_op_t cop;
@@ -199,7 +269,19 @@ int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, MP
 int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
     const Fn fn = kBcast;
     return intercept(
-        fn, comm, [&] { return PMPI_Bcast(buffer, count, type, root, comm); },
+        fn, comm,
+        [&](HostStaging& st) {
+            bool reads, writes;
+            if (st.refusing()) {
+                reads = root == MPI_ROOT;
+                writes = root != MPI_ROOT && root != MPI_PROC_NULL;
+            } else {
+                reads = st.enabled() && rank_of(comm) == root;
+                writes = !reads;
+            }
+            void* b = reads || writes ? st.view(buffer, elems(count), type, reads, writes) : buffer;
+            return st.failed() ? MPI_ERR_OTHER : PMPI_Bcast(b, count, type, root, comm);
+        },
         [&]() -> int {
             Layout l;
             if (!layout_of(type, count, &l)) return kPassThrough;
@@ -217,16 +299,21 @@ int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
             if (!packable(l.bytes)) return too_large(fn, comm, l.bytes);
             const int bytes = static_cast<int>(l.bytes);
             const bool is_root = twin.t.rank == root;
+            // PMPI_Pack and PMPI_Unpack read and write host memory only.
+            HostStaging host;
+            void* user = host.view(buffer, elems(count), type, is_root, !is_root);
+            if (host.failed()) return host.raise(fn, comm);
             std::vector<char> staged(l.bytes);
             int pos = 0, rc;
-            if (is_root && (rc = PMPI_Pack(buffer, count, type, staged.data(), bytes, &pos, comm)) != MPI_SUCCESS)
+            if (is_root && (rc = PMPI_Pack(user, count, type, staged.data(), bytes, &pos, comm)) != MPI_SUCCESS)
                 return rc;
             rc = run_chorus(fn, comm, cc, [&](chorus_request_t* r) {
                 return chorus_ibroadcast(staged.data(), staged.data(), l.bytes, CHORUS_UINT8, root, cc, nullptr, r);
             });
             if (rc != MPI_SUCCESS || is_root) return rc;
             pos = 0;
-            return PMPI_Unpack(staged.data(), bytes, &pos, buffer, count, type, comm);
+            if ((rc = PMPI_Unpack(staged.data(), bytes, &pos, user, count, type, comm)) != MPI_SUCCESS) return rc;
+            return host.finish() ? MPI_SUCCESS : host.raise(fn, comm);
         });
 }
 
@@ -235,7 +322,13 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
     const Fn fn = kAllgather;
     return intercept(
         fn, comm,
-        [&] { return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm); },
+        [&](HostStaging& st) {
+            const bool in_place = sendbuf == MPI_IN_PLACE;
+            const size_t p = st.enabled() ? size_of(comm) : 0;
+            void* r = st.view(recvbuf, elems(recvcount) * p, recvtype, in_place, true);
+            const void* s = st.view(sendbuf, elems(sendcount), sendtype, true, false);
+            return st.failed() ? MPI_ERR_OTHER : PMPI_Allgather(s, sendcount, sendtype, r, recvcount, recvtype, comm);
+        },
         [&]() -> int {
             const bool in_place = sendbuf == MPI_IN_PLACE;
             Layout rl, sl;
@@ -252,7 +345,15 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
                                   " bytes but recvcount * recvtype is " + std::to_string(block));
             count_intercepted(fn);
             chorus_comm_t cc = twin.t.cc;
-            char* const user = static_cast<char*>(recvbuf);
+            // PMPI_Pack and PMPI_Unpack read and write host memory only: a
+            // device buffer of a packed type is seen through a host copy.
+            HostStaging host;
+            char* const user =
+                rl.direct ? static_cast<char*>(recvbuf)
+                          : static_cast<char*>(host.view(recvbuf, elems(recvcount) * p, recvtype, in_place, true));
+            const void* const user_send =
+                in_place || sl.direct ? sendbuf : host.view(sendbuf, elems(sendcount), sendtype, true, false);
+            if (host.failed()) return host.raise(fn, comm);
             // Where the gathered bytes go: recvbuf itself, or a staging buffer.
             std::vector<char> staged_recv, staged_send;
             char* all = user;
@@ -276,7 +377,7 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
                 if (!packable(block)) return too_large(fn, comm, block);
                 staged_send.resize(block);
                 pos = 0;
-                if ((rc = PMPI_Pack(sendbuf, sendcount, sendtype, staged_send.data(), static_cast<int>(block), &pos,
+                if ((rc = PMPI_Pack(user_send, sendcount, sendtype, staged_send.data(), static_cast<int>(block), &pos,
                                     comm)) != MPI_SUCCESS)
                     return rc;
                 send = staged_send.data();
@@ -292,7 +393,7 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
                                       comm)) != MPI_SUCCESS)
                     return rc;
             }
-            return MPI_SUCCESS;
+            return host.finish() ? MPI_SUCCESS : host.raise(fn, comm);
         });
 }
 

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace chorus_mpi {
 
@@ -98,6 +99,52 @@ struct Layout {
 };
 // False for MPI_DATATYPE_NULL or a negative count (left to PMPI to report).
 bool layout_of(MPI_Datatype type, int count, Layout* out);
+
+// ---------------------------------------------------------------------------
+// Host staging of device buffers (staging.cc)
+
+// The MPI underneath may not be CUDA-aware: whatever this library hands to a
+// PMPI_* function (a call passed through, or PMPI_Pack/PMPI_Unpack around a
+// Chorus call) sees host copies of device and managed buffers, made for the
+// length of one call. Whether a buffer is staged is a local fact that
+// changes nothing every rank must agree on: each rank still makes the same
+// MPI call.
+class HostStaging {
+public:
+    // Disabled: view() returns every buffer as it is. `refuse_device`: a
+    // device or managed buffer is an error (intercommunicators).
+    explicit HostStaging(bool enabled = true, bool refuse_device = false)
+        : enabled_(enabled), refuse_(refuse_device) {}
+    ~HostStaging();
+    HostStaging(const HostStaging&) = delete;
+    HostStaging& operator=(const HostStaging&) = delete;
+
+    // The pointer to hand to MPI for `count` elements of `type` at `buf`:
+    // buf itself for host memory (and MPI_IN_PLACE, MPI_BOTTOM, null), else
+    // a host copy (filled when `read`, or when `write` leaves gaps). Copied
+    // back by finish() when `write`. On failure, failed() turns true.
+    void* view(const void* buf, size_t count, MPI_Datatype type, bool read, bool write);
+    // Copies the written copies back to their device buffers.
+    bool finish();
+    bool failed() const { return !error_.empty(); }
+    bool enabled() const { return enabled_; }
+    bool refusing() const { return refuse_; }
+    // Raises the failure on `comm` (as raise_error) and returns the code.
+    int raise(Fn fn, MPI_Comm comm) const;
+
+private:
+    struct Region {
+        char* user = nullptr;  // the first byte of the span the call touches
+        char* host = nullptr;
+        size_t bytes = 0;
+        bool write = false;
+    };
+    bool enabled_;
+    bool refuse_;
+    bool refused_ = false;  // a device buffer met refuse_device
+    std::vector<Region> regions_;
+    std::string error_;
+};
 
 // ---------------------------------------------------------------------------
 // The collectives, shared by the C and Fortran entry points (collectives.cc)
