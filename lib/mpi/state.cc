@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "cuda/cuda_runtime_api.h"
 #include "interposer.h"
 
 namespace chorus_mpi {
@@ -74,7 +75,7 @@ void initialize(State& s) {
     init_comms();
     if (s.log_info && s.world_rank == 0) {
         std::string note;
-        if (s.policy == Policy::Device)
+        if (s.policy == Policy::Device && !chorus::gpu::built_with_cuda())
             note = ": this build handles host memory only, so no call is run through Chorus";
         else if (s.policy == Policy::None)
             note = ": every call goes to MPI";
@@ -120,8 +121,13 @@ Gate open_gate(Fn fn, MPI_Comm comm, int* error) {
             *error = raise_error(comm, CHORUS_ERR_CONFIG, std::string(fn_name(fn)) + ": " + s.bad_policy);
             return Gate::Refused;
         case Policy::None:
-        case Policy::Device:  // no device buffers in this build: nothing qualifies
             return Gate::Pass;
+        case Policy::Device:
+            // Any call may carry device buffers, and ranks must decide alike:
+            // a build with CUDA takes every eligible call (as `all`), one
+            // without, none.
+            if (!chorus::gpu::built_with_cuda()) return Gate::Pass;
+            break;
         case Policy::All:
             break;
     }
