@@ -299,6 +299,7 @@ if ((BUILD_OK)); then
     run_tests 150 gpu_api gpu_collectives_np2 interposer_gpu_pass_np2 interposer_gpu_chorus_np2
     ((COLLECTIVES)) && bench 2 120
     run_tests 200 gpu_collectives_np4 interposer_gpu_pass_np4 interposer_gpu_chorus_np4
+    run_tests 120 gpu_collectives_staged_np2
     run_tests 150 gpu_reducer
     # test_gpu_reducer's RESULT lines; a SKIP means no GPU.
     # (The other tests' skips name their rank; gpu_reducer's do not.)
