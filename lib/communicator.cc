@@ -2,6 +2,7 @@
 
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -45,9 +46,10 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
       selector_(config.cost) {
     spin_ = config_.spin_before_yield;
     if (spin_ < 0) {
-        cpu_set_t cpus;
-        int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-        spin_ = transport_->local_ranks() <= cores ? 1 << 20 : 64;
+        // The host's cores, not this process's affinity mask: mpirun binds
+        // each rank to one core when they fit, and then spinning is right.
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        spin_ = transport_->local_ranks() <= (cores > 0 ? cores : 1) ? 1 << 20 : 64;
     }
     for (int c = 0; c < coll::kNumCollectives; ++c) {
         std::string name = config_.forced_algo(coll::collective_name(static_cast<coll::Collective>(c)));
@@ -124,11 +126,22 @@ Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* r
     args.chunk_bytes = config_.chunk_bytes;
     args.depth = config_.window;
     if (config_.check) check_agreement(args);
-    return launch(args, choose(args), sendbuf, recvbuf, stream);
+    // Repeated calls of one shape (the common case in a time-step loop)
+    // skip the selector and the schedule cache.
+    const Memo& m = memo_;
+    if (m.schedule && m.args.coll == args.coll && m.args.count == args.count && m.args.dtype == args.dtype &&
+        m.args.op == args.op && m.args.root == args.root && m.args.in_place == args.in_place &&
+        m.args.counts == args.counts)
+        return launch(args, *m.algo, m.schedule, sendbuf, recvbuf, stream);
+    const coll::Algorithm& algo = choose(args);
+    std::shared_ptr<const Schedule> schedule = schedule_for(args, algo);
+    memo_ = Memo{args, &algo, schedule};
+    return launch(args, algo, std::move(schedule), sendbuf, recvbuf, stream);
 }
 
-Operation* Communicator::launch(const coll::CollArgs& args, const coll::Algorithm& algo, const void* sendbuf,
-                                void* recvbuf, void* stream) {
+Operation* Communicator::launch(const coll::CollArgs& args, const coll::Algorithm& algo,
+                                std::shared_ptr<const Schedule> schedule, const void* sendbuf, void* recvbuf,
+                                void* stream) {
     std::unique_ptr<Operation> op;
     if (spare_ops_.empty()) {
         op = std::make_unique<Operation>();
@@ -139,7 +152,7 @@ Operation* Communicator::launch(const coll::CollArgs& args, const coll::Algorith
     op->seq = next_seq_++;
     op->args = args;
     op->algorithm = algo.name;
-    op->schedule = schedule_for(args, algo);
+    op->schedule = std::move(schedule);
     // Memory kind decides how each step runs here, never which steps run.
     MemKind ks = sendbuf ? device_->kind(sendbuf) : MemKind::Host;
     MemKind kr = recvbuf ? device_->kind(recvbuf) : MemKind::Host;
@@ -169,7 +182,7 @@ Operation* Communicator::launch(const coll::CollArgs& args, const coll::Algorith
         release_buffers(*op);
         throw;
     }
-    op->last_change = std::chrono::steady_clock::now();
+    op->last_change = {};  // idle time is counted from the first idle check
     Operation* raw = op.get();
     ops_.push_back(std::move(op));
     progress(raw);
@@ -281,7 +294,8 @@ void Communicator::check_agreement(const coll::CollArgs& args) {
     g.size = size();
     g.chunk_bytes = config_.chunk_bytes;
     g.depth = config_.window;
-    Operation* op = launch(g, coll::find_algorithm(coll::Collective::Allgather, "bruck"), &mine, all.data());
+    const coll::Algorithm& bruck = coll::find_algorithm(coll::Collective::Allgather, "bruck");
+    Operation* op = launch(g, bruck, schedule_for(g, bruck), &mine, all.data());
     wait(op);
     chorus_result_t rc = release(op);
     if (rc != CHORUS_SUCCESS) fail(rc, "CHORUS_CHECK: exchanging arguments failed: ", last_error_);
@@ -336,9 +350,11 @@ bool Communicator::progress(Operation* target) {
         }
     }
     if (moved) {
+        // The clock is read only when idle (it costs as much as a small
+        // message here): a moved operation's idle time restarts at the next
+        // idle check, at most 1024 polls late.
         idle_polls_ = 0;
-        auto now = std::chrono::steady_clock::now();
-        for (auto& op : ops_) op->last_change = now;
+        for (auto& op : ops_) op->last_change = {};
     } else if ((++idle_polls_ & 1023) == 0) {
         check_timeouts();
     }
@@ -347,6 +363,8 @@ bool Communicator::progress(Operation* target) {
 
 void Communicator::check_timeouts() {
     auto now = std::chrono::steady_clock::now();
+    for (auto& op : ops_)
+        if (op->last_change == std::chrono::steady_clock::time_point{}) op->last_change = now;
     // After a quarter second without progress, look for dead peers.
     if (now - last_peer_check_ > std::chrono::milliseconds(250)) {
         last_peer_check_ = now;

@@ -88,8 +88,8 @@ private:
     const coll::Algorithm& choose(const coll::CollArgs& args);
     void fail_op(Operation& op, chorus_result_t code, const std::string& message);
     void check_timeouts();
-    Operation* launch(const coll::CollArgs& args, const coll::Algorithm& algo, const void* sendbuf, void* recvbuf,
-                      void* stream = nullptr);
+    Operation* launch(const coll::CollArgs& args, const coll::Algorithm& algo, std::shared_ptr<const Schedule> schedule,
+                      const void* sendbuf, void* recvbuf, void* stream = nullptr);
     // Device-side buffers for `op` (scratch, mirrors of host buffers), queued
     // copies in, and the executor's DeviceUse. Returns the buffers to run on.
     Buffers prepare_device(Operation& op, const void* sendbuf, void* recvbuf, void* stream, MemKind ks, MemKind kr,
@@ -124,6 +124,12 @@ private:
         size_t operator()(const ScheduleKey& k) const;
     };
     std::unordered_map<ScheduleKey, std::shared_ptr<const Schedule>, ScheduleKeyHash> schedules_;
+    // The last call's shape, algorithm and schedule.
+    struct Memo {
+        coll::CollArgs args;
+        const coll::Algorithm* algo = nullptr;
+        std::shared_ptr<const Schedule> schedule;
+    } memo_;
     // CHORUS_ALGO, resolved once per collective (nullptr: choose).
     std::vector<const coll::Algorithm*> forced_;
     uint64_t next_seq_ = 0;

@@ -98,6 +98,8 @@ private:
     std::vector<void*> mapped_;       // segments to unmap (create() only)
     std::vector<size_t> mapped_bytes_;
     std::vector<Request*> spare_;
+    size_t inner_pending_ = 0;  // the inner transport's transfers in flight
+    unsigned calls_ = 0;
 };
 
 }  // namespace chorus::net
