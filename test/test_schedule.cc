@@ -65,6 +65,34 @@ TEST_CASE("the ring has 2(p-1) sends and receives per chunk and p-1 reductions",
     }
 }
 
+TEST_CASE("a rank's copy of its own data trails its sends instead of delaying them", "[unit][schedule]") {
+    // The executor runs ready local steps before it posts transfers, so a
+    // copy that waits for nothing would hold back the first send.
+    using coll::Collective;
+    for (int p : {2, 3, 5}) {
+        for (auto [coll, name] : {std::pair{Collective::Broadcast, "binomial"}, {Collective::Broadcast, "chain"},
+                                  {Collective::Broadcast, "scatter_allgather"}, {Collective::Allgather, "ring"}}) {
+            CAPTURE(p, name);
+            coll::CollArgs a;
+            a.coll = coll;
+            a.count = 4000;
+            a.size = p;
+            a.rank = 0;  // the root of the broadcasts
+            a.chunk_bytes = 1024;
+            auto s = coll::find_algorithm(coll, name).build(a);
+            size_t copied = 0;
+            for (StepId k = 0; k < s->num_steps(); ++k) {
+                const Step& st = s->steps()[k];
+                if (st.kind != StepKind::Copy) continue;
+                copied += st.bytes;
+                REQUIRE(s->ndeps(k) == 1);
+                REQUIRE(s->steps()[s->deps_of(k)[0]].kind == StepKind::Send);
+            }
+            REQUIRE(copied == a.count * 4);
+        }
+    }
+}
+
 TEST_CASE("one rank's allreduce is a copy, or nothing in place", "[unit][schedule]") {
     coll::CollArgs a;
     a.count = 5;

@@ -30,9 +30,9 @@ std::unique_ptr<Schedule> build_binomial_bcast(const CollArgs& a) {
     const int rel = mod(a.rank - a.root, p);
     auto abs_rank = [&](int r) { return mod(r + a.root, p); };
 
-    // The root's own output; in place the executor skips it.
-    if (rel == 0) sb.copy(Buf::Recv, 0, Buf::Send, 0, a.count);
     if (p == 1) {
+        // The root's own output; in place the executor skips it.
+        sb.copy(Buf::Recv, 0, Buf::Send, 0, a.count);
         s.finalize();
         return sched;
     }
@@ -45,14 +45,21 @@ std::unique_ptr<Schedule> build_binomial_bcast(const CollArgs& a) {
     // what they received.
     const Buf src = rel == 0 ? Buf::Send : Buf::Recv;
 
+    std::vector<StepId> sent;  // the root's last send of each piece
     for (size_t i = 0, n = sb.pieces(a.count); i < n; ++i) {
         Range r = sb.piece(a.count, i);
         if (!r.size()) continue;
         const size_t bytes = r.size() * sb.esize();
         std::vector<StepId> after;
         if (parent >= 0) after.push_back(s.recv(abs_rank(parent), tag_of(0, i), sb.at(Buf::Recv, r.begin), bytes));
-        for (int kid : order) s.send(abs_rank(kid), tag_of(0, i), sb.at(src, r.begin), bytes, after);
+        for (int kid : order) {
+            StepId sd = s.send(abs_rank(kid), tag_of(0, i), sb.at(src, r.begin), bytes, after);
+            if (rel == 0 && kid == order.back()) sent.push_back(sd);
+        }
     }
+    // The root's own output, piece by piece behind its sends; in place the
+    // executor skips it.
+    if (rel == 0) sb.copy_behind(Buf::Recv, 0, Buf::Send, 0, a.count, sent);
     s.finalize();
     return sched;
 }

@@ -28,21 +28,22 @@ std::unique_ptr<Schedule> build_chain_bcast(const CollArgs& a) {
     const int p = a.size;
     const int rel = mod(a.rank - a.root, p);
 
-    // The root's own output; in place the executor skips it.
-    if (rel == 0) sb.copy(Buf::Recv, 0, Buf::Send, 0, a.count);
-
     const bool has_prev = rel > 0, has_next = rel < p - 1;
     const int prev = ring_prev(a.rank, p), next = ring_next(a.rank, p);
     const Buf src = rel == 0 ? Buf::Send : Buf::Recv;
 
+    std::vector<StepId> sent;
     for (size_t i = 0, n = sb.pieces(a.count); i < n && p > 1; ++i) {
         Range r = sb.piece(a.count, i);
         if (!r.size()) continue;
         const size_t bytes = r.size() * sb.esize();
         std::vector<StepId> after;
         if (has_prev) after.push_back(s.recv(prev, tag_of(0, i), sb.at(Buf::Recv, r.begin), bytes));
-        if (has_next) s.send(next, tag_of(0, i), sb.at(src, r.begin), bytes, after);
+        if (has_next) sent.push_back(s.send(next, tag_of(0, i), sb.at(src, r.begin), bytes, after));
     }
+    // The root's own output, piece by piece behind its sends; in place the
+    // executor skips it.
+    if (rel == 0) sb.copy_behind(Buf::Recv, 0, Buf::Send, 0, a.count, sent);
     s.finalize();
     return sched;
 }

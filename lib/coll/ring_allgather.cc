@@ -29,20 +29,20 @@ std::unique_ptr<Schedule> build_ring_allgather(const CollArgs& a) {
     const size_t n = a.count;
     auto block = [&](int b) { return static_cast<size_t>(b) * n; };
 
-    // This rank's block into its place; nothing reads or writes it again, as
-    // the ring sends it from the send buffer.
-    sb.copy(Buf::Recv, block(r), Buf::Send, 0, n);
-
     const int next = ring_next(r, p), prev = ring_prev(r, p);
     std::vector<StepId> arrived;  // pieces of the block received last step
+    std::vector<StepId> first;    // the sends of this rank's own block
     for (int st = 0; st < p - 1; ++st) {
         const int out = mod(r - st, p), in = mod(r - st - 1, p);
         if (st == 0)
-            sb.send(next, st, Buf::Send, 0, n);
+            first = sb.send(next, st, Buf::Send, 0, n);
         else
             sb.send_each_after(next, st, Buf::Recv, block(out), n, arrived);
         arrived = sb.recv(prev, st, Buf::Recv, block(in), n);
     }
+    // This rank's block into its place, behind the sends of it; nothing reads
+    // or writes it again, as the ring sends it from the send buffer.
+    sb.copy_behind(Buf::Recv, block(r), Buf::Send, 0, n, first);
     s.finalize();
     return sched;
 }

@@ -53,9 +53,9 @@ std::unique_ptr<Schedule> build_scatter_allgather_bcast(const CollArgs& a) {
     const int rel = mod(a.rank - a.root, p);
     auto abs_rank = [&](int r) { return mod(r + a.root, p); };
 
-    // The root's own output; in place the executor skips it.
-    if (rel == 0) sb.copy(Buf::Recv, 0, Buf::Send, 0, a.count);
     if (p == 1) {
+        // The root's own output; in place the executor skips it.
+        sb.copy(Buf::Recv, 0, Buf::Send, 0, a.count);
         s.finalize();
         return sched;
     }
@@ -77,6 +77,7 @@ std::unique_ptr<Schedule> build_scatter_allgather_bcast(const CollArgs& a) {
     // The root reads its send buffer; everyone else what it received.
     const Buf src = rel == 0 ? Buf::Send : Buf::Recv;
     std::vector<Held> held;  // scatter receives, sorted by position
+    std::vector<StepId> sent;  // every send, in build order
     // Send elements [e.begin, e.end) to `peer` in pieces, each after the
     // scatter receives it overlaps.
     auto send_held = [&](int peer, uint32_t step, Range e) {
@@ -87,7 +88,7 @@ std::unique_ptr<Schedule> build_scatter_allgather_bcast(const CollArgs& a) {
             std::vector<StepId> deps;
             auto it = std::partition_point(held.begin(), held.end(), [&](const Held& h) { return h.elems.end <= b; });
             for (; it != held.end() && it->elems.begin < end; ++it) deps.push_back(it->step);
-            s.send(peer, tag_of(step, i), sb.at(src, b), (end - b) * sb.esize(), deps);
+            sent.push_back(s.send(peer, tag_of(step, i), sb.at(src, b), (end - b) * sb.esize(), deps));
         }
     };
 
@@ -127,6 +128,9 @@ std::unique_ptr<Schedule> build_scatter_allgather_bcast(const CollArgs& a) {
         }
         if (!holds(rel, in)) arrived = sb.recv(prev, step, Buf::Recv, block(in).begin, block(in).size());
     }
+    // The root's own output, piece by piece behind its sends; in place the
+    // executor skips it.
+    if (rel == 0) sb.copy_behind(Buf::Recv, 0, Buf::Send, 0, a.count, sent);
     s.finalize();
     return sched;
 }

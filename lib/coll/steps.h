@@ -87,6 +87,25 @@ public:
         return {s_.copy(at(dst, dst_elem), at(src, src_elem), count * esize_, deps)};
     }
 
+    // Copy `count` elements in pieces that trail the transfers in `after`:
+    // piece i of n waits for after[i * after.size() / n]. A rank's copy of
+    // its own data (a root's output, an all-gather's own block) then runs
+    // while its sends are in flight instead of before them (the executor runs
+    // ready local steps before it posts transfers). With `after` empty, one
+    // copy that waits for nothing.
+    std::vector<StepId> copy_behind(Buf dst, size_t dst_elem, Buf src, size_t src_elem, size_t count,
+                                    const std::vector<StepId>& after) {
+        if (after.empty()) return copy(dst, dst_elem, src, src_elem, count);
+        std::vector<StepId> out;
+        for (size_t i = 0, n = pieces(count); i < n; ++i) {
+            Range r = piece(count, i);
+            if (!r.size()) continue;
+            out.push_back(s_.copy(at(dst, dst_elem + r.begin), at(src, src_elem + r.begin), r.size() * esize_,
+                                  {after[i * after.size() / n]}));
+        }
+        return out;
+    }
+
 private:
     std::vector<StepId> transfer(bool is_send, int peer, uint32_t step, Buf buf, size_t elem, size_t count,
                                  Deps deps) {

@@ -48,6 +48,8 @@ private:
     std::vector<PeerArg> peer_args_;
     std::vector<int> peer_pid_;  // 0 for peers on other hosts
     void check_peer(int peer) const;
+    // A receive must get exactly the bytes it was posted for.
+    static void check_length(int peer, size_t got, size_t expected);
 
     MPI_Comm comm_;
     int rank_ = 0;
