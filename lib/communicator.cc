@@ -338,7 +338,10 @@ bool Communicator::progress(Operation* target) {
     for (auto& op : ops_) {
         if (op->finished) continue;
         try {
-            if (op->executor->progress()) op->finished = true;
+            if (op->executor->progress()) {
+                op->finished = true;
+                transport_->settle();
+            }
         } catch (const Error& e) {
             fail_op(*op, e.code(), e.what());
         } catch (const std::bad_alloc&) {

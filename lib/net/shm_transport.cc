@@ -112,6 +112,7 @@ Handle ShmTransport::wrap(Handle inner, int peer) {
     Request* r = new_request();
     *r = Request{Request::Kind::Inner, false, peer, 0, nullptr, nullptr, 0, 0, inner};
     ++inner_pending_;
+    inner_used_ = true;
     return r;
 }
 
@@ -274,6 +275,12 @@ void ShmTransport::cancel(Handle handle) {
             break;
     }
     free_request(r);
+}
+
+void ShmTransport::settle() {
+    if (!inner_used_) return;
+    inner_used_ = false;
+    inner_->settle();
 }
 
 void ShmTransport::check_peers() {

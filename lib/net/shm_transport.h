@@ -61,6 +61,7 @@ public:
     void cancel(Handle handle) override;
     bool progress() override;
     void check_peers() override;
+    void settle() override;
     int local_ranks() const override { return inner_->local_ranks(); }
     bool device_memory() const override { return inner_->device_memory(); }
     size_t host_only_max() const override { return eager_; }
@@ -99,6 +100,7 @@ private:
     std::vector<size_t> mapped_bytes_;
     std::vector<Request*> spare_;
     size_t inner_pending_ = 0;  // the inner transport's transfers in flight
+    bool inner_used_ = false;   // since the last settle()
     unsigned calls_ = 0;
 };
 

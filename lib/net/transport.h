@@ -30,6 +30,10 @@ public:
     virtual void cancel(Handle handle) = 0;
     // Move data; returns true if anything happened.
     virtual bool progress() = 0;
+    // An operation has ended here: do the protocol work a peer may still be
+    // waiting for (a rendezvous acknowledgement), since this rank may now
+    // leave the library for a while (into a blocking MPI call, say).
+    virtual void settle() {}
     // Look for peers that died (called when an operation has been idle a
     // while); their transfers then fail with CHORUS_ERR_PEER_FAILED.
     virtual void check_peers() {}

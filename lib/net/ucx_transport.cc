@@ -242,6 +242,11 @@ void UcxTransport::cancel(Handle handle) {
 
 bool UcxTransport::progress() { return ucp_worker_progress(worker_) != 0; }
 
+void UcxTransport::settle() {
+    for (int i = 0; i < 64 && ucp_worker_progress(worker_) != 0; ++i) {
+    }
+}
+
 int UcxTransport::local_ranks() const {
     int n = 1;
     for (int r = 0; r < size_; ++r) n += r != rank_ && peer_pid_[r] != 0;

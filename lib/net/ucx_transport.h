@@ -32,6 +32,7 @@ public:
     bool test(Handle handle) override;
     void cancel(Handle handle) override;
     bool progress() override;
+    void settle() override;
     // Peers on this host whose process is gone become failed (kill(pid, 0)).
     void check_peers() override;
     int local_ranks() const override;
