@@ -12,13 +12,22 @@ namespace chorus {
 
 namespace {
 
-double parse_positive(const std::string& text, const std::string& variable) {
+double parse_number(const std::string& text, const std::string& variable, bool zero_ok) {
     char* end = nullptr;
     errno = 0;
     double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || errno == ERANGE || !(v > 0) || v > 1e12)
-        fail(CHORUS_ERR_CONFIG, variable, "='", text, "': expected a positive number");
+    if (text.empty() || *end != '\0' || errno == ERANGE || !(zero_ok ? v >= 0 : v > 0) || v > 1e12)
+        fail(CHORUS_ERR_CONFIG, variable, "='", text, "': expected a ", zero_ok ? "non-negative" : "positive",
+             " number");
     return v;
+}
+
+double parse_positive(const std::string& text, const std::string& variable) {
+    return parse_number(text, variable, false);
+}
+
+double parse_nonnegative(const std::string& text, const std::string& variable) {
+    return parse_number(text, variable, true);
 }
 
 uint64_t parse_uint(const std::string& text, const std::string& variable, uint64_t min,
@@ -126,6 +135,8 @@ Config Config::from_strings(const std::vector<std::string>& env) {
             c.algo = parse_algo(value);
         } else if (name == "CHORUS_COST_ALPHA_US") {
             c.cost.alpha_us = parse_positive(value, name);
+        } else if (name == "CHORUS_COST_RNDV_US") {
+            c.cost.rendezvous_us = parse_nonnegative(value, name);
         } else if (name == "CHORUS_COST_LINK_GBS") {
             c.cost.bandwidth_gbs = parse_positive(value, name);
         } else if (name == "CHORUS_COST_REDUCE_GBS") {

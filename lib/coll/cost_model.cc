@@ -13,7 +13,7 @@
 namespace chorus::coll {
 
 std::string CostParams::describe() const {
-    return cat("alpha ", alpha_us, " us, link ", bandwidth_gbs, " GB/s, reduce ", reduce_gbs, " GB/s, copy ", copy_gbs,
+    return cat("alpha ", alpha_us, " us (+", rendezvous_us, " us above ", eager_bytes, " bytes), link ", bandwidth_gbs, " GB/s, reduce ", reduce_gbs, " GB/s, copy ", copy_gbs,
                " GB/s");
 }
 
@@ -94,11 +94,14 @@ private:
         }
     }
 
+    // Per-message cost: above the eager size, a rendezvous handshake too.
+    double alpha(size_t bytes) const { return p_.alpha_us + (bytes > p_.eager_bytes ? p_.rendezvous_us : 0.0); }
+
     void transfer(int src, StepId ks, double ts, int dst, StepId kr, double tr, size_t bytes) {
         double start = std::max({ts, tr, out_[src], in_[dst]});
         double wire = us(bytes, p_.bandwidth_gbs);
         out_[src] = in_[dst] = start + wire;
-        double end = start + p_.alpha_us + wire;
+        double end = start + alpha(bytes) + wire;
         complete(src, ks, end);
         complete(dst, kr, end);
     }
@@ -147,7 +150,7 @@ private:
             double wire = us(st.bytes, p_.bandwidth_gbs);
             port = start + wire;
             sent_[st.tag] = start;
-            complete(0, e.step, start + p_.alpha_us + wire);
+            complete(0, e.step, start + alpha(st.bytes) + wire);
             auto range = waiting_.equal_range(st.tag);
             std::vector<Event> ready;
             for (auto it = range.first; it != range.second; ++it) ready.push_back(it->second);
@@ -170,7 +173,7 @@ private:
         double start = std::max(data_ready, in_[0]);
         double wire = us(st.bytes, p_.bandwidth_gbs);
         in_[0] = start + wire;
-        complete(0, e.step, start + p_.alpha_us + wire);
+        complete(0, e.step, start + alpha(st.bytes) + wire);
     }
 
     bool has_send_tag(uint32_t tag) {

@@ -17,6 +17,8 @@ namespace chorus::coll {
 
 struct CostParams {
     double alpha_us = 1.5;        // per message (latency + software overhead)
+    double rendezvous_us = 2.5;   // more per message above eager_bytes (rendezvous handshake, page pinning)
+    size_t eager_bytes = 8192;
     double bandwidth_gbs = 6.0;   // per link direction
     double reduce_gbs = 6.0;      // bytes of output per second of a reduction
     double copy_gbs = 8.0;        // memcpy
