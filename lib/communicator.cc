@@ -21,6 +21,15 @@ constexpr size_t kMaxInflight = 1024;
 constexpr size_t kMaxCachedSchedules = 256;
 }  // namespace
 
+namespace {
+// The cost model's parameters for this transport: messages it copies through
+// shared memory pay no rendezvous.
+coll::CostParams cost_params(coll::CostParams p, const net::Transport& t) {
+    p.eager_bytes = std::max(p.eager_bytes, t.host_only_max());
+    return p;
+}
+}  // namespace
+
 std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm, const Config& config) {
     MPI_Comm dup = MPI_COMM_NULL;
     net::check_mpi(MPI_Comm_dup(comm, &dup), "MPI_Comm_dup");
@@ -43,7 +52,7 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
       device_scratch_([this](size_t n) { return device_->alloc_device(n); },
                       [this](void* p) { device_->free_device(p); }),
       staging_([this](size_t n) { return device_->alloc_pinned(n); }, [this](void* p) { device_->free_pinned(p); }),
-      selector_(config.cost) {
+      selector_(cost_params(config.cost, *transport_)) {
     spin_ = config_.spin_before_yield;
     if (spin_ < 0) {
         // The host's cores, not this process's affinity mask: mpirun binds

@@ -150,8 +150,8 @@ Config Config::from_strings(const std::vector<std::string>& env) {
             (name == "CHORUS_CHECK" ? c.check : c.peer_errors) = value == "1";
         } else if (name == "CHORUS_SHM_EAGER") {
             c.shm_eager_bytes = parse_bytes(value, name);
-            if (c.shm_eager_bytes > 4096)
-                fail(CHORUS_ERR_CONFIG, name, "='", value, "': at most 4096 bytes (0 turns it off)");
+            if (c.shm_eager_bytes > 256 * 1024)
+                fail(CHORUS_ERR_CONFIG, name, "='", value, "': at most 256K bytes (0 turns it off)");
         } else if (name == "CHORUS_STAGING") {
             if (value != "auto" && value != "always")
                 fail(CHORUS_ERR_CONFIG, name, "='", value, "': expected auto or always");

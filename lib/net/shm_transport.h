@@ -2,13 +2,16 @@
 // ones and other hosts through another transport (UCX).
 //
 // Each rank owns one receive segment with a ring of slots per local sender.
-// A sender copies a message of at most eager_bytes into its next slot in the
-// receiver's ring and raises the slot's flag; the receiver, in progress(),
-// takes messages in order, matches them with posted receives on (source,
-// tag) and keeps the others until they are asked for. A send completes as
-// soon as it is in the ring (or waits in order behind a full ring). Both
-// sides choose the path from the size alone, which they agree on (a receive
-// is posted with the exact size the sender sends).
+// A sender copies a message of at most eager_bytes into its next slots in
+// the receiver's ring, a fragment of up to kSlotPayload bytes per slot, and
+// raises each slot's flag; the receiver, in progress(), takes fragments in
+// order, matches a message's first fragment with a posted receive on
+// (source, tag) and copies the fragments straight into its buffer (or keeps
+// the message until it is asked for). Sender and receiver copy at the same
+// time, fragment by fragment. A send completes as soon as its last fragment
+// is in the ring (fragments wait in order behind a full ring). Both sides
+// choose the path from the size alone, which they agree on (a receive is
+// posted with the exact size the sender sends).
 //
 // This is what the MPI libraries' shared-memory transports do for latency: a
 // message is one copy in, one copy out and two cache-line handoffs, with no
@@ -19,6 +22,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +37,8 @@ public:
     // per slot (the largest message that goes through shared memory).
     static constexpr size_t kSlots = 16;
     static constexpr size_t kSlotPayload = 4096;
+    // The largest eager_bytes: beyond, UCX's single copy (CMA) wins.
+    static constexpr size_t kMaxEager = 256 * 1024;
     // Bytes of one receive segment for `local` senders.
     static size_t segment_bytes(int local);
     // Prepare `mem` (segment_bytes(local) bytes) as an empty segment.
@@ -72,6 +78,16 @@ private:
     struct Message {
         Tag tag;
         std::vector<char> data;
+        bool complete = false;
+        struct Request* waiter = nullptr;  // a receive posted while it arrives
+    };
+    // The message whose fragments are arriving from one source.
+    struct Incoming {
+        bool active = false;
+        size_t total = 0, got = 0;
+        char* dst = nullptr;                 // where fragments go (null: discarded)
+        struct Request* req = nullptr;       // the receive it completes, or
+        Message* msg = nullptr;              // the unexpected message it fills
     };
     struct Peer {
         int local = -1;            // index among this host's ranks, -1 elsewhere
@@ -80,12 +96,16 @@ private:
         uint64_t next_out = 0, next_in = 0;
         std::deque<Request*> waiting_sends;  // behind a full ring, in order
         std::vector<Request*> posted;        // receives not matched yet
-        std::deque<Message> unexpected;      // messages not asked for yet
+        std::list<Message> unexpected;       // messages not asked for yet
+        Incoming in;
         bool dead = false;
         int pid = 0;
     };
     bool small(int peer, size_t bytes) const { return bytes <= eager_ && peers_[peer].local >= 0; }
-    bool try_put(Peer& p, Tag tag, const void* buf, size_t bytes);
+    // Put fragments of a message, from byte *sent on, while slots are free;
+    // true once the whole message is in the ring.
+    bool put(Peer& p, Tag tag, const void* buf, size_t bytes, size_t* sent);
+    void finish_incoming(Peer& p);
     bool poll_in(int source);
     Request* new_request();
     Handle wrap(Handle inner, int peer);  // an inner transport's transfer
