@@ -165,7 +165,13 @@ export CHORUS_TIMEOUT_MS=${CHORUS_TIMEOUT_MS:-60000}
 TARGETS=(test/gpu/test_gpu_api test/gpu/test_gpu_reducer test/gpu/test_gpu_collectives
          test/interposer/interposer_gpu_calls lib/mpi/libchorus_mpi.so perf/chorus-bench)
 BUILD_OK=0
-# A build folder from an earlier run is reused when this meson can read it.
+# A build folder from an earlier run is reused when it is of this checkout
+# and this meson can read it.
+if [ -f "$BUILD/meson-info/meson-info.json" ] &&
+   ! grep -q "\"source\": \"$ROOT\"" "$BUILD/meson-info/meson-info.json"; then
+  say "the build folder $BUILD belongs to another checkout: starting afresh"
+  rm -rf "$BUILD"
+fi
 if [ -f "$BUILD/build.ninja" ] && ! "${MESON[@]}" configure "$BUILD" -Dgpu_archs="$ARCHS" >>"$LOG" 2>&1; then
   say "the build folder $BUILD is not usable by this meson: starting afresh"
   rm -rf "$BUILD"
