@@ -52,8 +52,12 @@ chorus_result_t chorus_allreduce_call(const Call& c) {
     return chorus_allreduce(c.send, c.recv, c.count, c.type->dt, c.op->op, c.comm, c.stream);
 }
 
+// In place at the root, as MPI_Bcast works: both libraries do the same job
+// (an out-of-place root would also copy its input to its output).
 chorus_result_t chorus_broadcast_call(const Call& c) {
-    return chorus_broadcast(c.send, c.recv, c.count, c.type->dt, c.root, c.comm, c.stream);
+    void* root_buf = const_cast<void*>(c.send);
+    return chorus_broadcast(c.send, c.rank == c.root ? root_buf : c.recv, c.count, c.type->dt, c.root, c.comm,
+                            c.stream);
 }
 
 chorus_result_t chorus_reduce_call(const Call& c) {
@@ -499,8 +503,11 @@ int main_impl(int argc, char** argv, const World& w) {
             MPI_Barrier(MPI_COMM_WORLD);
             run_chorus();
             const bool checked = coll->kind != Kind::kReduce || w.rank == o.root;
-            if (cuda && checked) dev.download(hc.recv, c.recv, out_bytes);
-            unsigned char* out = static_cast<unsigned char*>(hc.recv);
+            // The broadcast root works in place: its result is its input.
+            const bool root_bcast = coll->kind == Kind::kBcast && w.rank == o.root;
+            void* host_out = root_bcast ? const_cast<void*>(hc.send) : hc.recv;
+            if (cuda && checked) dev.download(host_out, root_bcast ? c.send : c.recv, out_bytes);
+            unsigned char* out = static_cast<unsigned char*>(host_out);
             if (corrupt && checked && w.rank == checker) out[(l.recv_elems / 2) * elem] ^= 0xFF;
             size_t bad = 0;
             if (checked) {
