@@ -422,13 +422,10 @@ chorus_result_t Communicator::release(Operation* op) {
         std::unique_ptr<Operation> done = std::move(ops_[i]);
         ops_.erase(ops_.begin() + static_cast<std::ptrdiff_t>(i));
         if (spare_ops_.size() < 8) {
-            done->schedule.reset();
-            done->finished = false;
-            done->result = CHORUS_SUCCESS;
-            done->error.clear();
-            done->last_completed = 0;
-            done->on_device = false;
-            done->mirror_bytes = 0;
+            // Kept with its executor; everything else back to the defaults.
+            std::unique_ptr<Executor> executor = std::move(done->executor);
+            *done = Operation{};
+            done->executor = std::move(executor);
             spare_ops_.push_back(std::move(done));
         }
         break;

@@ -108,41 +108,28 @@ void Executor::finish(StepId s) {
         if (--remaining_[out[i]] == 0) make_ready(out[i]);
 }
 
+// A local step's work: done at once on the CPU, or queued on the device
+// (the caller then makes the mark).
 void Executor::run_local(StepId s) {
     const Step& st = sched_->steps()[s];
+    const bool dev = dev_.on_device;
+    char* dst = resolve(st.dst);
     switch (st.kind) {
         case StepKind::Reduce:
-            host_reduce(sched_->dtype(), sched_->op(), resolve(st.dst), resolve(st.src), resolve(st.src2),
-                        st.count);
+            if (dev) dev_.device->reduce(sched_->dtype(), sched_->op(), dst, resolve(st.src), resolve(st.src2), st.count);
+            else host_reduce(sched_->dtype(), sched_->op(), dst, resolve(st.src), resolve(st.src2), st.count);
             break;
         case StepKind::Copy: {
-            char *dst = resolve(st.dst), *src = resolve(st.src);
-            if (dst != src) std::memcpy(dst, src, st.bytes);
+            char* src = resolve(st.src);
+            if (dst == src) break;
+            if (dev) dev_.device->copy(dst, src, st.bytes);
+            else std::memcpy(dst, src, st.bytes);
             break;
         }
         case StepKind::Divide:
-            host_divide(sched_->dtype(), resolve(st.dst), st.count, sched_->divisor());
+            if (dev) dev_.device->divide(sched_->dtype(), dst, st.count, sched_->divisor());
+            else host_divide(sched_->dtype(), dst, st.count, sched_->divisor());
             break;
-        default:
-            fail(CHORUS_ERR_INTERNAL, "executor: step ", s, " is not local");
-    }
-    finish(s);
-}
-
-// Queue a local step on the device; the caller makes the mark.
-void Executor::queue_local(StepId s) {
-    const Step& st = sched_->steps()[s];
-    Device& d = *dev_.device;
-    switch (st.kind) {
-        case StepKind::Reduce:
-            d.reduce(sched_->dtype(), sched_->op(), resolve(st.dst), resolve(st.src), resolve(st.src2), st.count);
-            break;
-        case StepKind::Copy: {
-            char *dst = resolve(st.dst), *src = resolve(st.src);
-            if (dst != src) d.copy(dst, src, st.bytes);
-            break;
-        }
-        case StepKind::Divide: d.divide(sched_->dtype(), resolve(st.dst), st.count, sched_->divisor()); break;
         default: fail(CHORUS_ERR_INTERNAL, "executor: step ", s, " is not local");
     }
 }
@@ -153,6 +140,7 @@ void Executor::drain_local() {
             StepId s = ready_local_.back();
             ready_local_.pop_back();
             run_local(s);
+            finish(s);
         }
         return;
     }
@@ -161,7 +149,7 @@ void Executor::drain_local() {
     size_t first = queued_.size();
     for (StepId s : ready_local_) {
         try {
-            queue_local(s);
+            run_local(s);
         } catch (const Error& e) {
             rethrow_with_context(s, e);
         }
@@ -193,7 +181,7 @@ void Executor::post_send(StepId s, const void* src, void* slot) {
 void Executor::post(StepId s) {
     const Step& st = sched_->steps()[s];
     bool staged = dev_.on_device && (!dev_.direct || st.bytes <= transport_.host_only_max());
-    void* slot = nullptr;
+    void* slot = nullptr;  // staging buffer, until something else holds it
     try {
         if (staged) slot = dev_.staging->acquire(st.bytes);
         if (st.kind == StepKind::Send) {
@@ -214,6 +202,11 @@ void Executor::post(StepId s) {
         if (h) inflight_.push_back(f);
         else transfer_done(f);
     } catch (const Error& e) {
+        // The failing call took no ownership of the staging buffer.
+        bool held = false;
+        for (const auto& f : inflight_) held = held || f.slot == slot;
+        for (size_t i = queued_head_; i < queued_.size(); ++i) held = held || queued_[i].slot == slot;
+        if (!held) release_slot(slot);
         rethrow_with_context(s, e);
     }
 }

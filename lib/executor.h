@@ -96,7 +96,6 @@ private:
     void transfer_done(const InFlight& f);
     void queued_done(const Queued& q);
     void drain_local();
-    void queue_local(StepId s);
     void release_slot(void* slot);
     bool may_post(StepId s, StepKind kind, int inflight) const;
     char* resolve(Region r) const;

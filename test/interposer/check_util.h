@@ -46,10 +46,7 @@ struct Ctx {
                bool eligible) {
         count(eligible);
         if (rc != MPI_SUCCESS) {
-            char text[MPI_MAX_ERROR_STRING] = {0};
-            int len = 0;
-            MPI_Error_string(rc, text, &len);
-            fail(what + ": returned " + std::to_string(rc) + " (" + text + ")");
+            fail(what + ": " + checks::returned(rc));
             return;
         }
         if (n == 0 || std::memcmp(got.data(), want.data(), n * sizeof(T)) == 0) return;

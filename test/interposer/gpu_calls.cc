@@ -28,6 +28,7 @@
 
 #include "../seeds.h"
 #include "cuda/cuda_runtime_api.h"
+#include "mpi_checks.h"
 
 namespace gpu = chorus::gpu;
 
@@ -124,10 +125,7 @@ std::vector<double> double_sum(uint64_t seed, size_t n) {
 template <typename T>
 void expect(int rc, const std::string& what, const std::vector<T>& got, const std::vector<T>& want) {
     if (rc != MPI_SUCCESS) {
-        char text[MPI_MAX_ERROR_STRING] = {0};
-        int len = 0;
-        MPI_Error_string(rc, text, &len);
-        fail(what + ": returned " + std::to_string(rc) + " (" + text + ")");
+        fail(what + ": " + checks::returned(rc));
         return;
     }
     if (got.size() != want.size()) {

@@ -4,7 +4,17 @@
 
 #include <mpi.h>
 
+#include <string>
+
 namespace checks {
+
+// "returned RC (MPI's text for it)", for the message of a failed call.
+inline std::string returned(int rc) {
+    char text[MPI_MAX_ERROR_STRING] = {0};
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    return "returned " + std::to_string(rc) + " (" + text + ")";
+}
 
 // The calls made: `eligible` ones are those the interposer must run
 // through Chorus (predefined datatypes and ops it maps, intracommunicators),
