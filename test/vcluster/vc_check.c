@@ -178,13 +178,17 @@ int main(int argc, char** argv) {
         int have = 1;
         double t0, t1;
 
+        /* Each phase: every rank done with what came before (so its bytes
+         * have arrived), counters read, every rank past reading them. */
         MPI_Barrier(MPI_COMM_WORLD);
         have &= link_bytes(iface, &rx[0], &tx[0]);
+        MPI_Barrier(MPI_COMM_WORLD);
         if (lsize > 1)
             MPI_Sendrecv(sbuf, (int)bytes, MPI_CHAR, (lrank + 1) % lsize, 1, rbuf, (int)bytes, MPI_CHAR,
                          (lrank + lsize - 1) % lsize, 1, local, MPI_STATUS_IGNORE);
         MPI_Barrier(MPI_COMM_WORLD);
         have &= link_bytes(iface, &rx[1], &tx[1]);
+        MPI_Barrier(MPI_COMM_WORLD);
 
         /* a shift that takes every rank to another host */
         int shift = 0;
