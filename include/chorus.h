@@ -232,6 +232,120 @@ chorus_result_t chorus_iallgather(const void* sendbuf, void* recvbuf, size_t sen
                                   chorus_comm_t comm, void* stream, chorus_request_t* request);
 
 /* ------------------------------------------------------------------------
+ * Data movement: all-gather of irregular blocks, all-to-all, gather,
+ * scatter, and barrier. Conventions for the calls below:
+ *
+ *  - A `v` form describes a buffer as one block per rank: block i holds
+ *    counts[i] elements (zeros allowed) and starts displs[i] elements from
+ *    the start of the buffer. Blocks may come in any order and leave gaps;
+ *    the bytes between the blocks of a receive buffer are never written.
+ *    Receive blocks must not overlap each other; send blocks may (they are
+ *    only read). The arrays are copied: they may be freed once the call
+ *    returns, even for the nonblocking twins.
+ *  - A buffer, count or array used on the root only (gather's recvbuf,
+ *    scatter's sendbuf, and their counts and displacements) is ignored
+ *    elsewhere and may be NULL there.
+ *  - What a rank passes for its own block must agree with itself:
+ *    allgatherv's sendcount is recvcounts[rank], gatherv's sendcount on the
+ *    root is recvcounts[root], scatterv's recvcount on the root is
+ *    sendcounts[root], and alltoallv's sendcounts[rank] is
+ *    recvcounts[rank] (checked: CHORUS_ERR_INVALID_ARGUMENT otherwise).
+ *    Across ranks, counts agree as MPI requires: the elements rank i sends
+ *    to rank j are the elements j expects from i (CHORUS_CHECK=1 compares
+ *    them before each call).
+ *  - Outside the in-place forms documented with each call, the send and
+ *    receive buffers must not overlap.
+ * ------------------------------------------------------------------------ */
+
+/* All-gather of irregular blocks: every rank's `recvbuf` receives rank i's
+ * `sendbuf` (sendcount elements, which is recvcounts[i] on that rank) as its
+ * block i, recvcounts[i] elements at displs[i]. `recvcounts` must agree on
+ * every rank; `displs` may differ. In place when
+ * sendbuf == (char*)recvbuf + displs[rank] * element size (as MPI_IN_PLACE:
+ * this rank's block is already in place, and sendcount is ignored). */
+chorus_result_t chorus_allgatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
+                                  const size_t* displs, chorus_datatype_t datatype, chorus_comm_t comm, void* stream);
+chorus_result_t chorus_iallgatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
+                                   const size_t* displs, chorus_datatype_t datatype, chorus_comm_t comm, void* stream,
+                                   chorus_request_t* request);
+
+/* All-to-all: `sendbuf` and `recvbuf` hold size blocks of `count` elements
+ * each, block i at i * count; block j of rank i's sendbuf becomes block i of
+ * rank j's recvbuf. In place when sendbuf == recvbuf (as MPI_IN_PLACE for
+ * MPI_Alltoall): the blocks to send are taken from recvbuf, and replaced by
+ * the blocks received. */
+chorus_result_t chorus_alltoall(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                                chorus_comm_t comm, void* stream);
+chorus_result_t chorus_ialltoall(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                                 chorus_comm_t comm, void* stream, chorus_request_t* request);
+
+/* All-to-all of irregular blocks: the block for rank j is sendcounts[j]
+ * elements at sdispls[j] of `sendbuf`; the block from rank i lands at
+ * rdispls[i] of `recvbuf` (recvcounts[i] elements, which must be what rank i
+ * sends this rank). In place when sendbuf == recvbuf (as MPI_IN_PLACE):
+ * sendcounts and sdispls are ignored (and may be NULL), the block for rank j
+ * is taken from recvbuf's block j and replaced by the block from rank j, so
+ * recvcounts[j] must then be what rank j expects from this rank too. */
+chorus_result_t chorus_alltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls, void* recvbuf,
+                                 const size_t* recvcounts, const size_t* rdispls, chorus_datatype_t datatype,
+                                 chorus_comm_t comm, void* stream);
+chorus_result_t chorus_ialltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls, void* recvbuf,
+                                  const size_t* recvcounts, const size_t* rdispls, chorus_datatype_t datatype,
+                                  chorus_comm_t comm, void* stream, chorus_request_t* request);
+
+/* Gather: the root's `recvbuf` (size * count elements) receives every rank's
+ * `sendbuf` (count elements), rank i's at i * count. `recvbuf` is written on
+ * the root only (other ranks may pass NULL). In place on the root when
+ * sendbuf == (char*)recvbuf + root * count * element size: its own block is
+ * already in place. */
+chorus_result_t chorus_gather(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
+                              chorus_comm_t comm, void* stream);
+chorus_result_t chorus_igather(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
+                               chorus_comm_t comm, void* stream, chorus_request_t* request);
+
+/* Gather of irregular blocks: rank i's `sendbuf` (sendcount elements) lands
+ * at displs[i] of the root's `recvbuf`, as recvcounts[i] elements.
+ * `recvbuf`, `recvcounts` and `displs` are read on the root only (other
+ * ranks may pass NULL). In place on the root when
+ * sendbuf == (char*)recvbuf + displs[root] * element size (its sendcount is
+ * then ignored). */
+chorus_result_t chorus_gatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
+                               const size_t* displs, chorus_datatype_t datatype, int root, chorus_comm_t comm,
+                               void* stream);
+chorus_result_t chorus_igatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
+                                const size_t* displs, chorus_datatype_t datatype, int root, chorus_comm_t comm,
+                                void* stream, chorus_request_t* request);
+
+/* Scatter: block i of the root's `sendbuf` (size * count elements, block i
+ * at i * count) goes to rank i's `recvbuf` (count elements). `sendbuf` is
+ * read on the root only (other ranks may pass NULL). In place on the root
+ * when recvbuf == (char*)sendbuf + root * count * element size: its own
+ * block stays where it is. */
+chorus_result_t chorus_scatter(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
+                               chorus_comm_t comm, void* stream);
+chorus_result_t chorus_iscatter(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
+                                chorus_comm_t comm, void* stream, chorus_request_t* request);
+
+/* Scatter of irregular blocks: sendcounts[i] elements at displs[i] of the
+ * root's `sendbuf` go to rank i's `recvbuf` (recvcount elements, which must
+ * be sendcounts[i]). `sendbuf`, `sendcounts` and `displs` are read on the
+ * root only (other ranks may pass NULL). In place on the root when
+ * recvbuf == (char*)sendbuf + displs[root] * element size (its recvcount is
+ * then ignored). */
+chorus_result_t chorus_scatterv(const void* sendbuf, const size_t* sendcounts, const size_t* displs, void* recvbuf,
+                                size_t recvcount, chorus_datatype_t datatype, int root, chorus_comm_t comm,
+                                void* stream);
+chorus_result_t chorus_iscatterv(const void* sendbuf, const size_t* sendcounts, const size_t* displs, void* recvbuf,
+                                 size_t recvcount, chorus_datatype_t datatype, int root, chorus_comm_t comm,
+                                 void* stream, chorus_request_t* request);
+
+/* Barrier: returns (the nonblocking twin: completes) only once every rank of
+ * the communicator has called it. With a non-NULL `stream` it also starts
+ * after the work queued there, like every collective. */
+chorus_result_t chorus_barrier(chorus_comm_t comm, void* stream);
+chorus_result_t chorus_ibarrier(chorus_comm_t comm, void* stream, chorus_request_t* request);
+
+/* ------------------------------------------------------------------------
  * Memory and settings, for tools built on Chorus (the MPI interposer
  * libchorus_mpi.so is one). None of these is collective.
  * ------------------------------------------------------------------------ */

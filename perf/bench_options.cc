@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "bench_collectives.h"
+
 namespace bench {
 
 namespace {
@@ -73,7 +75,8 @@ void print_usage(FILE* out, const char* prog) {
                  "Usage: mpirun -np N %s COLLECTIVE [options]\n"
                  "OSU-style latency benchmark of Chorus collectives, compared with the MPI library's.\n"
                  "\n"
-                 "COLLECTIVE: allreduce | bcast | reduce | reduce_scatter | allgather\n"
+                 "COLLECTIVE: %s\n"
+                 "(the v forms with equal blocks; MPI's own: MPI_Allgatherv, MPI_Alltoallv, ...)\n"
                  "\n"
                  "Options:\n"
                  "  -d, --accelerator TYPE  buffer location: host (default) or cuda\n"
@@ -81,38 +84,47 @@ void print_usage(FILE* out, const char* prog) {
                  "                          message sizes in bytes, doubling from MIN to MAX;\n"
                  "                          suffixes K, M, G (binary); default 1:1M\n"
                  "                          (allreduce, bcast, reduce: the message; reduce_scatter:\n"
-                 "                          the total input; allgather: what each rank sends)\n"
+                 "                          the total input; allgather(v), gather(v): what each rank\n"
+                 "                          sends; scatter(v): what each rank receives; alltoall(v):\n"
+                 "                          the block for each peer; barrier: one row, no message)\n"
                  "  -i, --iterations N      timed iterations per size (default 1000 up to 8K,\n"
                  "                          then fewer as messages grow, at least 10)\n"
                  "  -x, --warmup N          untimed warm-up iterations per size\n"
-                 "  -c, --validation        check every output element (Pass/Fail column); the\n"
-                 "                          exit status is 1 when any check fails\n"
+                 "  -c, --validation        check every output element (Pass/Fail column; barrier:\n"
+                 "                          that no rank leaves before the last, 20 ms late, came);\n"
+                 "                          the exit status is 1 when any check fails\n"
                  "  -f, --full              also print min and max latency across ranks and the\n"
                  "                          iteration count\n"
                  "  -T, --type TYPE         datatype (default float32), one of:\n"
                  "                          %s\n"
                  "  -o, --op OP             reduction: %s (default sum)\n"
-                 "  -l, --in-place          in place: sendbuf == recvbuf (allgather: sendbuf is\n"
-                 "                          this rank's block of recvbuf; bcast is always in\n"
-                 "                          place at the root, as MPI_Bcast)\n"
-                 "  -k, --root RANK         root of bcast and reduce (default 0)\n"
+                 "  -l, --in-place          in place: sendbuf == recvbuf (allgather(v), and gather(v)\n"
+                 "                          at the root: sendbuf is this rank's block of recvbuf;\n"
+                 "                          scatter(v) at the root: recvbuf is its block of sendbuf;\n"
+                 "                          bcast is always in place at the root, as MPI_Bcast)\n"
+                 "  -k, --root RANK         root of bcast, reduce, gather(v), scatter(v) (default 0)\n"
+                 "  -n, --nonblocking       the nonblocking calls (chorus_i..., MPI_I...): latency of\n"
+                 "                          start + wait, then OSU's overlap: with a compute loop of\n"
+                 "                          that length between start and wait, overlap %% =\n"
+                 "                          100 (1 - (overall - compute) / latency), clamped to 0..100\n"
                  "      --no-mpi            skip the comparison with the MPI library's collective\n"
                  "      --csv FILE          also write the results as CSV\n"
                  "      --json FILE         also write the results as JSON\n"
                  "  -h, --help              this help\n"
                  "\n"
                  "Bandwidths follow nccl-tests: algbw = bytes / time, where bytes is the\n"
-                 "message size (allgather: the gathered output, nranks x the -m size);\n"
-                 "busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for reduce_scatter and\n"
-                 "allgather, 1 for bcast and reduce. MPI/Chorus is MPI's average latency\n"
-                 "divided by Chorus's (above 1: Chorus is faster).\n"
+                 "message size (allgather(v), gather(v): the gathered output, nranks x the -m\n"
+                 "size; scatter(v), alltoall(v): nranks x the -m size); busbw = algbw x\n"
+                 "2(n-1)/n for allreduce, 1 for bcast and reduce, (n-1)/n for the others.\n"
+                 "MPI/Chorus is MPI's average latency divided by Chorus's (above 1: Chorus is\n"
+                 "faster).\n"
                  "\n"
                  "Self-test: CHORUS_BENCH_CORRUPT=1 in the environment makes one rank alter\n"
                  "one output element after each validation run, so that -c must report Fail\n"
                  "and exit with status 1.\n"
                  "\n"
                  "Exit status: 0 success, 1 validation failure or library error, 2 usage error.\n",
-                 prog, type_names().c_str(), op_names().c_str());
+                 prog, collective_names().c_str(), type_names().c_str(), op_names().c_str());
 }
 
 ParseStatus parse_options(int argc, char** argv, Options& o, std::string& error) {
@@ -127,6 +139,7 @@ ParseStatus parse_options(int argc, char** argv, Options& o, std::string& error)
         {"op", required_argument, nullptr, 'o'},
         {"in-place", no_argument, nullptr, 'l'},
         {"root", required_argument, nullptr, 'k'},
+        {"nonblocking", no_argument, nullptr, 'n'},
         {"no-mpi", no_argument, nullptr, kNoMpi},
         {"csv", required_argument, nullptr, kCsv},
         {"json", required_argument, nullptr, kJson},
@@ -137,7 +150,7 @@ ParseStatus parse_options(int argc, char** argv, Options& o, std::string& error)
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, ":d:m:i:x:cfT:o:lk:h", longopts, nullptr)) != -1) {
+    while ((c = getopt_long(argc, argv, ":d:m:i:x:cfT:o:lk:nh", longopts, nullptr)) != -1) {
         switch (c) {
             case 'd': o.device = optarg; break;
             case 'm':
@@ -169,6 +182,7 @@ ParseStatus parse_options(int argc, char** argv, Options& o, std::string& error)
                     return ParseStatus::kError;
                 }
                 break;
+            case 'n': o.nonblocking = true; break;
             case kNoMpi: o.compare_mpi = false; break;
             case kCsv: o.csv_path = optarg; break;
             case kJson: o.json_path = optarg; break;

@@ -21,6 +21,7 @@ struct Options {
     bool full = false;
     bool in_place = false;
     bool compare_mpi = true;
+    bool nonblocking = false;  // -n: the i-calls, and their overlap with computation
     int root = 0;
     const TypeInfo* type = nullptr;
     const OpInfo* op = nullptr;

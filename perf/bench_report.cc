@@ -68,7 +68,8 @@ bool Report::open(const std::string& csv_path, const std::string& json_path, std
         }
         std::fprintf(csv_,
                      "collective,ranks,bytes,datatype,chorus_avg_us,chorus_min_us,chorus_max_us,"
-                     "algbw_gbs,busbw_gbs,mpi_avg_us,mpi_busbw_gbs,speedup,validation%s\n",
+                     "algbw_gbs,busbw_gbs,mpi_avg_us,mpi_busbw_gbs,speedup,validation%s%s\n",
+                     info_.nonblocking ? ",overall_us,compute_us,overlap_pct,mpi_overlap_pct" : "",
                      device() ? ",d2d_copy_gbs" : "");
         std::fflush(csv_);
     }
@@ -85,13 +86,17 @@ bool Report::open(const std::string& csv_path, const std::string& json_path, std
 }
 
 void Report::print_header() {
-    std::printf("# OSU MPI-Chorus %s Latency Test v%d.%d.%d\n", info_.title.c_str(), CHORUS_VERSION_MAJOR,
-                CHORUS_VERSION_MINOR, CHORUS_VERSION_PATCH);
+    std::printf("# OSU MPI-Chorus %s%s Latency Test v%d.%d.%d\n", info_.nonblocking ? "Non-blocking " : "",
+                info_.title.c_str(), CHORUS_VERSION_MAJOR, CHORUS_VERSION_MINOR, CHORUS_VERSION_PATCH);
     std::printf("# Datatype: %s.", info_.datatype.c_str());
     if (info_.uses_op) std::printf(" Op: %s.", info_.op.c_str());
     std::printf(" Ranks: %d.", info_.ranks);
     if (info_.root >= 0) std::printf(" Root: %d.", info_.root);
     std::printf(" Buffers: %s%s.\n", info_.device.c_str(), info_.in_place ? ", in place" : "");
+    if (info_.nonblocking)
+        std::printf(
+            "# Avg Latency: start + wait. Overall: with a compute loop of that length between them.\n"
+            "# Overlap = 100 (1 - (Overall - Compute) / Avg Latency), clamped to 0..100.\n");
     if (device()) {
         std::printf("# MPI: host-staged (copy to the host, MPI on host buffers, copy back), timed end to end.\n");
         std::printf("# D2D: a device-to-device copy of the message size, bytes / time: a ceiling.\n");
@@ -106,6 +111,10 @@ void Report::print_header() {
     if (info_.validate) std::printf("%*s", kFieldWidth, "Validation");
     std::printf("%*s%*s", kExtraWidth, "algbw(GB/s)", kExtraWidth, "busbw(GB/s)");
     if (info_.compare_mpi) std::printf("%*s%*s", kExtraWidth, "MPI Avg(us)", kExtraWidth, "MPI/Chorus");
+    if (info_.nonblocking) {
+        std::printf("%*s%*s%*s", kExtraWidth, "Overall(us)", kExtraWidth, "Compute(us)", kExtraWidth, "Overlap(%)");
+        if (info_.compare_mpi) std::printf("%*s", kExtraWidth + 2, "MPI Overlap(%)");
+    }
     if (device()) std::printf("%*s", kExtraWidth, "D2D(GB/s)");
     std::printf("\n");
     std::fflush(stdout);
@@ -128,6 +137,16 @@ void Report::add(const Row& r) {
         else
             std::printf("%*s%*s", kExtraWidth, "-", kExtraWidth, "-");
     }
+    if (info_.nonblocking) {
+        std::printf("%*.*f%*.*f%*.*f", kExtraWidth, kPrecision, r.overall_us, kExtraWidth, kPrecision, r.compute_us,
+                    kExtraWidth, kPrecision, r.overlap_pct);
+        if (info_.compare_mpi) {
+            if (r.has_mpi)
+                std::printf("%*.*f", kExtraWidth + 2, kPrecision, r.mpi_overlap_pct);
+            else
+                std::printf("%*s", kExtraWidth + 2, "-");
+        }
+    }
     if (device()) std::printf("%*.*f", kExtraWidth, kPrecision, r.copy_gbs);
     std::printf("\n");
     std::fflush(stdout);
@@ -140,6 +159,10 @@ void Report::add(const Row& r) {
         else
             std::fprintf(csv_, ",,,");
         std::fprintf(csv_, "%s", verdict_text(r.verdict));
+        if (info_.nonblocking) {
+            std::fprintf(csv_, ",%.3f,%.3f,%.2f,", r.overall_us, r.compute_us, r.overlap_pct);
+            if (r.has_mpi) std::fprintf(csv_, "%.2f", r.mpi_overlap_pct);
+        }
         if (device()) std::fprintf(csv_, ",%.4f", r.copy_gbs);
         std::fprintf(csv_, "\n");
         std::fflush(csv_);
@@ -163,6 +186,7 @@ bool Report::finish(std::string& error) {
     s += "  \"op\": " + (info_.uses_op ? json_string(info_.op) : std::string("null")) + ",\n";
     s += "  \"root\": " + (info_.root >= 0 ? std::to_string(info_.root) : std::string("null")) + ",\n";
     s += "  \"in_place\": " + std::string(info_.in_place ? "true" : "false") + ",\n";
+    s += "  \"nonblocking\": " + std::string(info_.nonblocking ? "true" : "false") + ",\n";
     s += "  \"device\": " + json_string(info_.device) + ",\n";
     s += "  \"hostname\": " + json_string(info_.hostname) + ",\n";
     s += "  \"date\": " + json_string(info_.date) + ",\n";
@@ -187,6 +211,12 @@ bool Report::finish(std::string& error) {
         s += ", \"mpi_busbw_gbs\": " + (r.has_mpi ? num(r.mpi_busbw_gbs, "%.4f") : null);
         s += ", \"speedup\": " + (r.has_mpi ? num(r.speedup, "%.3f") : null);
         s += ", \"validation\": " + json_string(verdict_text(r.verdict));
+        if (info_.nonblocking) {
+            s += ", \"overall_us\": " + num(r.overall_us, "%.3f");
+            s += ", \"compute_us\": " + num(r.compute_us, "%.3f");
+            s += ", \"overlap_pct\": " + num(r.overlap_pct, "%.2f");
+            s += ", \"mpi_overlap_pct\": " + (r.has_mpi ? num(r.mpi_overlap_pct, "%.2f") : null);
+        }
         if (device()) s += ", \"d2d_copy_gbs\": " + num(r.copy_gbs, "%.4f");
         s += "}";
     }

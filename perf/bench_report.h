@@ -24,6 +24,7 @@ struct RunInfo {
     bool full = false;
     bool validate = false;
     bool compare_mpi = true;
+    bool nonblocking = false;  // the overlap columns
 };
 
 enum class Verdict { kNotChecked, kPass, kFail };
@@ -36,6 +37,8 @@ struct Row {
     bool has_mpi = false;  // false with --no-mpi or without an MPI equivalent
     double mpi_avg_us = 0, mpi_busbw_gbs = 0, speedup = 0;
     double copy_gbs = 0;  // -d cuda: device-to-device copy of `bytes`, bytes / time
+    // Nonblocking: with computation between start and wait (OSU's overlap).
+    double overall_us = 0, compute_us = 0, overlap_pct = 0, mpi_overlap_pct = 0;
     Verdict verdict = Verdict::kNotChecked;
 };
 

@@ -154,6 +154,16 @@ const OpInfo* find_op(const std::string& name) {
     return nullptr;
 }
 
+MPI_Datatype same_size_type(size_t size) {
+    switch (size) {
+        case 1: return MPI_UINT8_T;
+        case 2: return MPI_UINT16_T;
+        case 4: return MPI_UINT32_T;
+        case 8: return MPI_UINT64_T;
+        default: return MPI_DATATYPE_NULL;
+    }
+}
+
 std::string type_names() {
     std::string s;
     for (const auto& t : kTypes) s += (s.empty() ? "" : " ") + std::string(t.name);

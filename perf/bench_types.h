@@ -41,6 +41,9 @@ struct OpInfo {
 // Lookups by name; nullptr when unknown.
 const TypeInfo* find_type(const std::string& name);
 const OpInfo* find_op(const std::string& name);
+// An MPI type of `size` bytes that MPI moves as they are (data movement
+// needs no arithmetic: float16 travels as uint16).
+MPI_Datatype same_size_type(size_t size);
 // Comma-separated list of all names, for help and error messages.
 std::string type_names();
 std::string op_names();

@@ -26,8 +26,13 @@ namespace {
 
 void usage() {
     std::fprintf(stderr,
-                 "usage: chorus-model [-c allreduce|bcast|reduce|reduce_scatter|allgather|all]\n"
-                 "                    [-p RANKS,...] [-m MIN:MAX bytes, suffixes K M G] [-T datatype]\n"
+                 "usage: chorus-model [-c COLLECTIVE|all] [-p RANKS,...] [-m MIN:MAX bytes, suffixes K M G]\n"
+                 "                    [-T datatype]\n"
+                 "COLLECTIVE: allreduce bcast reduce reduce_scatter allgather allgatherv alltoall\n"
+                 "            alltoallv gather gatherv scatter scatterv barrier\n"
+                 "bytes: the message (allgather(v), gather(v): per rank; alltoall(v): per peer;\n"
+                 "scatter(v): per receiver; reduce_scatter: the whole input). allgatherv is shown\n"
+                 "with equal blocks and skewed (rank 0's block holds the whole gathered message).\n"
                  "defaults: -c all -p 2,16,128,1024,4096 -m 8:1G -T float32\n");
 }
 
@@ -106,37 +111,48 @@ int main(int argc, char** argv) {
         size_t esize = datatype_size(dt);
         for (auto c : colls) {
             const auto& algos = coll::algorithms_for(c);
-            for (int p : ranks) {
-                std::printf("\n# %s, %d ranks, %s\n# %10s", coll::collective_name(c), p, datatype_name(dt), "bytes");
-                for (const auto& a : algos) std::printf(" %20s", a.name);
-                std::printf("   choice\n");
-                for (size_t bytes = lo; bytes <= hi; bytes *= 4) {
-                    coll::CollArgs args;
-                    args.coll = c;
-                    args.size = p;
-                    args.dtype = dt;
-                    args.op = CHORUS_SUM;
-                    args.chunk_bytes = config.chunk_bytes;
-                    args.depth = config.window;
-                    size_t elems = bytes / esize;
-                    args.count = c == coll::Collective::ReduceScatter ? elems / p : elems;
-                    if (args.count == 0) continue;
-                    const coll::Choice& choice = selector.choose(args);
-                    std::printf("  %10s", human(args.message_bytes()).c_str());
-                    for (const auto& a : algos) {
-                        try {
-                            double t = coll::predict_us(a, args, config.cost);
-                            std::printf(" %19.1f%s", t, &a == choice.algorithm ? "*" : " ");
-                        } catch (const Error& e) {
-                            if (e.code() != CHORUS_ERR_UNSUPPORTED) throw;
-                            std::printf(" %19s ", "-");
+            const bool skews = c == coll::Collective::Allgatherv;
+            for (int p : ranks)
+                for (int skewed = 0; skewed <= (skews ? 1 : 0); ++skewed) {
+                    std::printf("\n# %s%s, %d ranks, %s\n# %10s", coll::collective_name(c),
+                                skewed ? " (skewed: one rank holds every element)" : "", p, datatype_name(dt), "bytes");
+                    for (const auto& a : algos) std::printf(" %20s", a.name);
+                    std::printf("   choice\n");
+                    const bool barrier = c == coll::Collective::Barrier;
+                    for (size_t bytes = barrier ? 0 : lo; bytes <= hi; bytes = bytes ? bytes * 4 : 1) {
+                        coll::CollArgs args;
+                        args.coll = c;
+                        args.size = p;
+                        args.dtype = dt;
+                        args.op = CHORUS_SUM;
+                        args.chunk_bytes = config.chunk_bytes;
+                        args.depth = config.window;
+                        size_t elems = bytes / esize;
+                        args.count = c == coll::Collective::ReduceScatter ? elems / p : elems;
+                        if (args.count == 0 && !barrier) continue;
+                        if (skewed) {
+                            args.counts.assign(static_cast<size_t>(p), 0);
+                            args.counts[0] = elems * static_cast<size_t>(p);
+                            args.displs.assign(static_cast<size_t>(p), args.counts[0]);
+                            args.displs[0] = 0;
+                            args.count = args.counts[0];
                         }
+                        const coll::Choice& choice = selector.choose(args);
+                        std::printf("  %10s", human(barrier ? 0 : bytes).c_str());
+                        for (const auto& a : algos) {
+                            try {
+                                double t = coll::predict_us(a, args, config.cost);
+                                std::printf(" %19.1f%s", t, &a == choice.algorithm ? "*" : " ");
+                            } catch (const Error& e) {
+                                if (e.code() != CHORUS_ERR_UNSUPPORTED) throw;
+                                std::printf(" %19s ", "-");
+                            }
+                        }
+                        std::printf("   %s\n", choice.algorithm->name);
+                        std::fflush(stdout);
+                        if (barrier || bytes > hi / 4) break;
                     }
-                    std::printf("   %s\n", choice.algorithm->name);
-                    std::fflush(stdout);
-                    if (bytes > hi / 4) break;
                 }
-            }
         }
     } catch (const Error& e) {
         std::fprintf(stderr, "chorus-model: %s\n", e.what());

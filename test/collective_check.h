@@ -1,7 +1,9 @@
 // Runs any collective on a loopback group and checks every rank's output
 // bitwise against references built from per-rank seeds (test/reference.h).
 // Bytes a rank must not write (outside its output, or a non-root's receive
-// buffer in reduce) are poisoned and checked unchanged.
+// buffer in reduce) are poisoned and checked unchanged. The data-movement
+// collectives (all-gatherv, all-to-all, gather, scatter, barrier) are
+// checked by test/movement_check.h.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "block_layout.h"
 #include "emulated_device.h"
 #include "reduce/host_reducer.h"
 #include "loopback_driver.h"
@@ -20,6 +23,10 @@ namespace test {
 using chorus::coll::CollArgs;
 using chorus::coll::Collective;
 
+// The blocks of the v forms (test/block_layout.h); skewed: rank root + 1
+// holds the big blocks.
+using Shape = layout::Shape;
+
 struct CollCase {
     Collective coll = Collective::Allreduce;
     chorus_datatype_t dt = CHORUS_FLOAT32;
@@ -29,14 +36,37 @@ struct CollCase {
     int root = 0;
     bool in_place = false;
     uint64_t seed = 1;
+    Shape shape = Shape::Even;  // the data-movement collectives' blocks
 };
+
+// The rank counts every loopback sweep covers, and the roots at p ranks.
+inline std::vector<int> rank_counts() {
+    std::vector<int> ps;
+    for (int p = 1; p <= 16; ++p) ps.push_back(p);
+    ps.push_back(31);
+    ps.push_back(64);
+    return ps;
+}
+
+inline std::vector<int> roots_of(int p) {
+    std::vector<int> roots{0, p / 2, p - 1};
+    std::sort(roots.begin(), roots.end());
+    roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+    return roots;
+}
+
+inline bool is_movement(Collective c) {
+    return c != Collective::Allreduce && c != Collective::Broadcast && c != Collective::Reduce &&
+           c != Collective::ReduceScatter && c != Collective::Allgather;
+}
 
 inline std::string describe(const CollCase& c, int p) {
     std::string counts;
     for (size_t k : c.counts) counts += chorus::cat(k, ",");
     return chorus::cat(chorus::coll::collective_name(c.coll), " p=", p, " ", chorus::datatype_name(c.dt), " ",
                        chorus::op_name(c.op), " count=", c.count, counts.empty() ? "" : " counts=", counts,
-                       " root=", c.root, c.in_place ? " in-place" : "");
+                       " root=", c.root, c.in_place ? " in-place" : "",
+                       c.shape == Shape::Even ? "" : c.shape == Shape::Irregular ? " irregular" : " skewed");
 }
 
 // A group whose communicators force `algo` for the collective (or choose
@@ -59,7 +89,57 @@ struct Placement {
     bool via_stream = false;
 };
 
+// Run `args` (one per rank) on `group` with each rank's send and receive
+// pointers, which point into its `in` and `out` buffers. On an emulated
+// device (`place.mem`), the buffers the collective sees are copies of in and
+// out in memory of the chosen kind, copied back after the run.
+inline std::vector<chorus_result_t> run_placed(LoopbackGroup& group, const std::vector<CollArgs>& args,
+                                               std::vector<std::vector<char>>& in, std::vector<std::vector<char>>& out,
+                                               const std::vector<const void*>& send, const std::vector<void*>& recv,
+                                               const Placement& place, char poison, std::string* error) {
+    const int p = group.size();
+    std::vector<const void*> run_send = send;
+    std::vector<void*> run_recv = recv, streams;
+    std::vector<void*> din(p, nullptr), dout(p, nullptr);
+    std::vector<EmulatedStream> user_streams(p);
+    if (place.mem) {
+        for (int r = 0; r < p; ++r) {
+            MemKind kin = place.kind(r, false), kout = place.kind(r, true);
+            din[r] = place.mem->clone(in[r].data(), in[r].size(), kin);
+            dout[r] = place.mem->clone(out[r].data(), out[r].size(), kout);
+            auto remap = [&](const void* q) -> char* {
+                auto a = static_cast<const char*>(q);
+                if (a >= in[r].data() && a < in[r].data() + in[r].size()) return static_cast<char*>(din[r]) + (a - in[r].data());
+                return static_cast<char*>(dout[r]) + (a - out[r].data());
+            };
+            run_send[r] = send[r] ? remap(send[r]) : nullptr;
+            run_recv[r] = recv[r] ? remap(recv[r]) : nullptr;
+            if (place.via_stream) {
+                // The buffer holds poison until the stream's work runs.
+                std::memset(din[r], poison, in[r].size());
+                char* d = static_cast<char*>(din[r]);
+                const std::vector<char>* src = &in[r];
+                user_streams[r].work.push_back([d, src] { std::memcpy(d, src->data(), src->size()); });
+                streams.push_back(&user_streams[r]);
+            }
+        }
+    }
+    auto rc = group.run(args, run_send, run_recv, error, streams);
+    if (place.mem) {
+        for (int r = 0; r < p; ++r) {
+            std::memcpy(in[r].data(), din[r], in[r].size());
+            std::memcpy(out[r].data(), dout[r], out[r].size());
+            place.mem->free(din[r]);
+            place.mem->free(dout[r]);
+        }
+    }
+    return rc;
+}
+
+inline void check_movement(LoopbackGroup& group, const CollCase& c, const Placement& place);
+
 inline void check_collective(LoopbackGroup& group, const CollCase& c, const Placement& place = {}) {
+    if (is_movement(c.coll)) return check_movement(group, c, place);
     const int p = group.size();
     const size_t w = ref::esize(c.dt);
     const char poison = '\x5a';
@@ -84,7 +164,7 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
         case Collective::Reduce:
         case Collective::ReduceScatter: ref::expected(c.dt, c.op, p, c.seed, full.data(), total); break;
         case Collective::Broadcast: ref::fill_input(c.dt, c.op, c.root, p, c.seed, full.data(), total); break;
-        case Collective::Allgather: break;
+        default: break;
     }
     for (int r = 0; r < p; ++r) {
         size_t in_count = c.coll == Collective::Allgather ? c.count : total;
@@ -113,7 +193,7 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
                 out_count[r] = n;
                 break;
             }
-            case Collective::Allgather: {
+            default: {  // allgather
                 want[r].resize(c.count * p * w);
                 for (int k = 0; k < p; ++k) ref::fill_input(c.dt, c.op, k, p, c.seed, want[r].data() + k * c.count * w, c.count);
                 out_count[r] = c.count * p;
@@ -130,7 +210,7 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
                 case Collective::Reduce:
                     if (r == c.root) recv[r] = in[r].data();
                     break;
-                case Collective::Allgather:
+                default:  // allgather
                     std::memcpy(out[r].data() + r * c.count * w, in[r].data(), c.count * w);
                     send[r] = out[r].data() + r * c.count * w;
                     break;
@@ -140,44 +220,8 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
         // the receive buffer as the API does.
         if (c.coll == Collective::Broadcast && r != c.root) send[r] = recv[r];
     }
-    // On an emulated device: the buffers the collective sees are copies of
-    // in/out in memory of the chosen kind, copied back after the run.
-    std::vector<const void*> run_send = send;
-    std::vector<void*> run_recv = recv, streams;
-    std::vector<void*> din(p, nullptr), dout(p, nullptr);
-    std::vector<EmulatedStream> user_streams(p);
-    if (place.mem) {
-        for (int r = 0; r < p; ++r) {
-            MemKind kin = place.kind(r, false), kout = place.kind(r, true);
-            din[r] = place.mem->clone(in[r].data(), in[r].size(), kin);
-            dout[r] = place.mem->clone(out[r].data(), out[r].size(), kout);
-            auto remap = [&](const void* q) -> char* {
-                auto a = static_cast<const char*>(q);
-                if (a >= in[r].data() && a < in[r].data() + in[r].size()) return static_cast<char*>(din[r]) + (a - in[r].data());
-                return static_cast<char*>(dout[r]) + (a - out[r].data());
-            };
-            run_send[r] = send[r] ? remap(send[r]) : nullptr;
-            run_recv[r] = recv[r] ? remap(recv[r]) : nullptr;
-            if (place.via_stream) {
-                // The buffer holds poison until the stream's work runs.
-                std::memset(din[r], poison, in[r].size());
-                char* d = static_cast<char*>(din[r]);
-                const std::vector<char>* src = &in[r];
-                user_streams[r].work.push_back([d, src] { std::memcpy(d, src->data(), src->size()); });
-                streams.push_back(&user_streams[r]);
-            }
-        }
-    }
     std::string error;
-    auto rc = group.run(args, run_send, run_recv, &error, streams);
-    if (place.mem) {
-        for (int r = 0; r < p; ++r) {
-            std::memcpy(in[r].data(), din[r], in[r].size());
-            std::memcpy(out[r].data(), dout[r], out[r].size());
-            place.mem->free(din[r]);
-            place.mem->free(dout[r]);
-        }
-    }
+    auto rc = run_placed(group, std::vector<CollArgs>(p, args), in, out, send, recv, place, poison, &error);
     INFO(describe(c, p) << " " << error);
     for (int r = 0; r < p; ++r) {
         INFO("rank " << r);
@@ -201,3 +245,5 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
 }
 
 }  // namespace test
+
+#include "movement_check.h"  // IWYU pragma: export

@@ -40,11 +40,17 @@ struct LoopbackGroup {
     std::vector<chorus_result_t> run(const chorus::coll::CollArgs& args, const std::vector<const void*>& send,
                                      const std::vector<void*>& recv, std::string* error = nullptr,
                                      const std::vector<void*>& streams = {}) {
+        return run(std::vector<chorus::coll::CollArgs>(comms.size(), args), send, recv, error, streams);
+    }
+    // The same with each rank's own arguments (the v forms' counts differ).
+    std::vector<chorus_result_t> run(const std::vector<chorus::coll::CollArgs>& args,
+                                     const std::vector<const void*>& send, const std::vector<void*>& recv,
+                                     std::string* error = nullptr, const std::vector<void*>& streams = {}) {
         int n = size();
         std::vector<chorus::Operation*> ops(n);
         std::vector<chorus_result_t> rc(n, CHORUS_SUCCESS);
         for (int r = 0; r < n; ++r)
-            ops[r] = comms[r]->start(args, send[r], recv[r], streams.empty() ? nullptr : streams[r]);
+            ops[r] = comms[r]->start(args[r], send[r], recv[r], streams.empty() ? nullptr : streams[r]);
         size_t last_total = ~size_t(0);
         int stalled = 0;
         for (;;) {

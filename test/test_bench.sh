@@ -67,6 +67,9 @@ options)
     expect_status 2 "Usage:" allreduce -o xor
     expect_status 2 "Usage:" allreduce -d tpu
     expect_status 2 "Usage:" allreduce -k "$NP"
+    expect_status 2 "Usage:" gatherv -k "$NP"
+    expect_status 2 "Usage:" alltoall -n extra
+    grep -q "alltoallv" "$TMP/err" || fail "the usage does not list the collectives"
     # -d cuda: without a GPU (or without CUDA in the build) a clear message
     # from rank 0 and exit status 2; with one, a validated run.
     run allreduce -d cuda -c -m 4:64K -i 3 -x 1
@@ -93,12 +96,16 @@ fail)
     CHORUS_BENCH_CORRUPT=1
     export CHORUS_BENCH_CORRUPT
     MPI_EXTRA="-x CHORUS_BENCH_CORRUPT"
-    run allreduce -c -m 4:4K -i 5 -x 1
-    got=$?
-    [ "$got" -eq 1 ] || fail "corrupted run exited $got, expected 1"
-    grep -q "Fail" "$TMP/out" || fail "corrupted run printed no Fail row"
-    if grep -q "Pass" "$TMP/out"; then fail "corrupted run printed a Pass row"; fi
-    [ "$failures" -eq 0 ] && echo "ok: corrupted run -> Fail, exit 1"
+    # The checker is rank 0, or the root where only the root has output.
+    for args in "allreduce" "gatherv -k $((NP - 1))" "alltoall -n" "barrier"; do
+        # shellcheck disable=SC2086
+        run $args -c -m 4:4K -i 5 -x 1
+        got=$?
+        [ "$got" -eq 1 ] || fail "corrupted $args run exited $got, expected 1"
+        grep -q "Fail" "$TMP/out" || fail "corrupted $args run printed no Fail row"
+        if grep -q "Pass" "$TMP/out"; then fail "corrupted $args run printed a Pass row"; fi
+    done
+    [ "$failures" -eq 0 ] && echo "ok: corrupted runs -> Fail, exit 1"
     ;;
 smoke)
     run allreduce -c -f -m 4:256K -i 20 -x 2 --csv "$TMP/r.csv" --json "$TMP/r.json"
@@ -114,7 +121,32 @@ smoke)
     if command -v python3 >/dev/null 2>&1; then
         python3 -m json.tool "$TMP/r.json" >/dev/null || fail "JSON does not parse"
     fi
-    [ "$failures" -eq 0 ] && echo "ok: validated sweep, CSV and JSON"
+    # Every data-movement collective, in and out of place, blocking and not.
+    for coll in allgatherv alltoall alltoallv gather gatherv scatter scatterv; do
+        for mode in "" "-l" "-n" "-n -l"; do
+            # shellcheck disable=SC2086
+            run "$coll" $mode -c -m 4:4K -i 5 -x 1
+            got=$?
+            rows=$(grep -c "Pass" "$TMP/out")
+            if [ "$got" -ne 0 ] || [ "$rows" -ne 11 ] || grep -q "Fail" "$TMP/out"; then
+                fail "chorus-bench $coll $mode: exit $got, $rows Pass rows (want 0 and 11)"
+            fi
+        done
+    done
+    run barrier -c -i 20 -x 2
+    [ $? -eq 0 ] && [ "$(grep -c Pass "$TMP/out")" -eq 1 ] || fail "barrier -c: want one Pass row"
+    # The nonblocking mode's overlap columns.
+    run alltoallv -n -c -m 4:1K -i 10 -x 1 --csv "$TMP/n.csv" --json "$TMP/n.json"
+    [ $? -eq 0 ] || fail "nonblocking run failed"
+    grep -q "^# OSU MPI-Chorus Non-blocking Alltoallv Latency Test" "$TMP/out" || fail "no nonblocking header"
+    grep -q "Overlap(%)" "$TMP/out" || fail "no Overlap(%) column"
+    [ "$(head -n 1 "$TMP/n.csv")" = "$header,overall_us,compute_us,overlap_pct,mpi_overlap_pct" ] ||
+        fail "nonblocking CSV header is $(head -n 1 "$TMP/n.csv")"
+    if command -v python3 >/dev/null 2>&1; then
+        python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["rows"]; assert r and all(0 <= x["overlap_pct"] <= 100 for x in r)' "$TMP/n.json" ||
+            fail "nonblocking JSON has no overlap between 0 and 100"
+    fi
+    [ "$failures" -eq 0 ] && echo "ok: validated sweep, CSV and JSON; every data-movement collective; overlap columns"
     ;;
 *)
     echo "unknown mode '$MODE'" >&2

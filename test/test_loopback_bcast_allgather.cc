@@ -13,25 +13,13 @@
 
 using chorus::coll::Collective;
 
+using test::rank_counts;
+using test::roots_of;
+
 namespace {
 
 const char* const kBcastAlgos[] = {"binomial", "chain", "scatter_allgather"};
 const char* const kAllgatherAlgos[] = {"ring", "bruck"};
-
-std::vector<int> rank_counts() {
-    std::vector<int> ps;
-    for (int p = 1; p <= 16; ++p) ps.push_back(p);
-    ps.push_back(31);
-    ps.push_back(64);
-    return ps;
-}
-
-std::vector<int> roots_of(int p) {
-    std::vector<int> roots{0, p / 2, p - 1};
-    std::sort(roots.begin(), roots.end());
-    roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
-    return roots;
-}
 
 std::vector<size_t> counts_of(int p, size_t large) {
     return {0, 1, size_t(p - 1), size_t(p + 1), large};

@@ -43,8 +43,11 @@ struct DeviceGroup {
 
 MemKind all_device(int, bool) { return MemKind::Device; }
 
-const Collective kAll[] = {Collective::Allreduce, Collective::Broadcast, Collective::Reduce,
-                           Collective::ReduceScatter, Collective::Allgather};
+const Collective kAll[] = {Collective::Allreduce,     Collective::Broadcast, Collective::Reduce,
+                           Collective::ReduceScatter, Collective::Allgather, Collective::Allgatherv,
+                           Collective::Alltoall,      Collective::Alltoallv, Collective::Gather,
+                           Collective::Gatherv,       Collective::Scatter,   Collective::Scatterv,
+                           Collective::Barrier};
 
 test::CollCase make_case(Collective coll, size_t count, int p, chorus_datatype_t dt = CHORUS_FLOAT32,
                          chorus_op_t op = CHORUS_SUM) {
@@ -55,6 +58,9 @@ test::CollCase make_case(Collective coll, size_t count, int p, chorus_datatype_t
     c.op = op;
     c.root = p / 2;
     c.seed = 101 + p + static_cast<int>(coll);
+    // The v forms: irregular blocks (zeros too) at displacements with gaps,
+    // which a host buffer's device mirror must cover.
+    c.shape = test::Shape::Irregular;
     return c;
 }
 

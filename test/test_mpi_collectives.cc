@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "chorus.h"
+#include "mpi_comm.h"
 #include "mpi_test_util.h"
 #include "reference.h"
 
@@ -19,20 +20,7 @@ using mpitest::world_size;
 
 namespace {
 
-// A communicator that forces `algo` for `coll` (CHORUS_ALGO is read at
-// creation).
-struct Comm {
-    chorus_comm_t c = nullptr;
-    Comm(const std::string& coll, const std::string& algo) {
-        setenv("CHORUS_ALGO", (coll + "=" + algo).c_str(), 1);
-        setenv("CHORUS_CHUNK_BYTES", "16K", 1);  // several pieces per message
-        chorus_result_t rc = chorus_comm_create(MPI_COMM_WORLD, &c);
-        unsetenv("CHORUS_ALGO");
-        unsetenv("CHORUS_CHUNK_BYTES");
-        REQUIRE(rc == CHORUS_SUCCESS);
-    }
-    ~Comm() { chorus_comm_destroy(c); }
-};
+using Comm = mpitest::ForcedComm;
 
 const chorus_datatype_t kTypes[] = {CHORUS_INT8, CHORUS_UINT16, CHORUS_INT32, CHORUS_UINT64,
                                     CHORUS_FLOAT16, CHORUS_BFLOAT16, CHORUS_FLOAT32, CHORUS_FLOAT64};

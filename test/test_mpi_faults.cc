@@ -78,6 +78,51 @@ TEST_CASE("CHORUS_CHECK turns disagreeing arguments into a mismatch error on eve
     REQUIRE(chorus_comm_destroy(c) == CHORUS_SUCCESS);
 }
 
+TEST_CASE("CHORUS_CHECK compares the v collectives' counts pair by pair", "[mpi][faults]") {
+    const int me = world_rank(), p = world_size();
+    if (p < 2) return;
+    chorus_comm_t c = make_comm("CHORUS_CHECK=1");
+    const size_t up = static_cast<size_t>(p);
+    std::vector<int32_t> in(4 * up + 4, 7), out(4 * up + 4);
+    std::vector<size_t> counts(up, 2), displs(up);
+    for (size_t i = 0; i < up; ++i) displs[i] = 4 * i;  // room for a wrong count
+    auto all_mismatch = [&](chorus_result_t rc, const char* needle) {
+        std::string msg = chorus_comm_last_error(c);
+        INFO(msg);
+        return all_ranks(rc == CHORUS_ERR_MISMATCH && msg.find(needle) != std::string::npos);
+    };
+    // Agreeing counts pass the check.
+    REQUIRE(all_ranks(chorus_alltoallv(in.data(), counts.data(), displs.data(), out.data(), counts.data(),
+                                       displs.data(), CHORUS_INT32, c, nullptr) == CHORUS_SUCCESS));
+    // Rank 1 expects one element more from rank 0 than rank 0 sends it.
+    std::vector<size_t> recvcounts = counts;
+    if (me == 1) recvcounts[0] = 3;
+    REQUIRE(all_mismatch(chorus_alltoallv(in.data(), counts.data(), displs.data(), out.data(), recvcounts.data(),
+                                          displs.data(), CHORUS_INT32, c, nullptr),
+                         "expects 3 elements from rank 0, which sends 2"));
+    // The root of a gatherv expects another count from rank p-1.
+    recvcounts = counts;
+    recvcounts[up - 1] = 1;
+    REQUIRE(all_mismatch(chorus_gatherv(in.data(), 2, me == 0 ? out.data() : nullptr, recvcounts.data(), displs.data(),
+                                        CHORUS_INT32, 0, c, nullptr),
+                         "which sends 2"));
+    // A scatterv's receiver expects less than the root sends it.
+    REQUIRE(all_mismatch(chorus_scatterv(in.data(), counts.data(), displs.data(), out.data(), me == p - 1 ? 1 : 2,
+                                         CHORUS_INT32, 0, c, nullptr),
+                         "expects 1 elements from rank 0"));
+    // allgatherv's recvcounts must agree everywhere.
+    recvcounts = counts;
+    recvcounts[0] = me == 0 ? 2 : 1;
+    REQUIRE(all_mismatch(chorus_allgatherv(in.data(), recvcounts[me], out.data(), recvcounts.data(), displs.data(),
+                                           CHORUS_INT32, c, nullptr),
+                         "recvcounts#"));
+    // The communicator is still usable afterwards.
+    REQUIRE(all_ranks(chorus_gatherv(in.data(), 2, me == 0 ? out.data() : nullptr, counts.data(), displs.data(),
+                                     CHORUS_INT32, 0, c, nullptr) == CHORUS_SUCCESS));
+    REQUIRE(all_ranks(chorus_barrier(c, nullptr) == CHORUS_SUCCESS));
+    REQUIRE(chorus_comm_destroy(c) == CHORUS_SUCCESS);
+}
+
 TEST_CASE("a rank that never joins makes the others time out, naming the operation and peers", "[mpi][faults]") {
     const int me = world_rank(), p = world_size();
     if (p < 2) return;

@@ -92,3 +92,57 @@ TEST_CASE("cost settings are read from CHORUS_COST_*", "[unit][config]") {
     REQUIRE_THROWS_AS(Config::from_strings({"CHORUS_COST_REDUCE_GBS=0"}), Error);
     REQUIRE_THROWS_AS(Config::from_strings({"CHORUS_COST_COPY_GBS=fast"}), Error);
 }
+
+TEST_CASE("the data-movement choices follow the textbook where it is clear", "[unit][costmodel]") {
+    CostParams params;
+    auto t = [&](Collective c, const char* algo, int p, size_t bytes) {
+        return predict_us(find_algorithm(c, algo), args_for(c, p, bytes), params);
+    };
+    // log2(p) messages against p - 1, for tiny blocks at many ranks; the
+    // minimum of bytes for large ones.
+    REQUIRE(t(Collective::Alltoall, "bruck", 1024, 8) < t(Collective::Alltoall, "pairwise", 1024, 8));
+    REQUIRE(t(Collective::Alltoall, "pairwise", 16, 8 << 20) < t(Collective::Alltoall, "bruck", 16, 8 << 20));
+    REQUIRE(t(Collective::Gather, "binomial", 1024, 8) < t(Collective::Gather, "linear", 1024, 8));
+    REQUIRE(t(Collective::Scatter, "binomial", 1024, 8) < t(Collective::Scatter, "linear", 1024, 8));
+    // One block of everything: a broadcast tree for small, the ring's
+    // pipelined chain for large.
+    auto skewed = [&](const char* algo, int p, size_t bytes) {
+        CollArgs a = args_for(Collective::Allgatherv, p, bytes);
+        a.counts.assign(static_cast<size_t>(p), 0);
+        a.counts[0] = a.count * static_cast<size_t>(p);
+        a.displs.assign(static_cast<size_t>(p), a.counts[0]);
+        a.displs[0] = 0;
+        return predict_us(find_algorithm(Collective::Allgatherv, algo), a, params);
+    };
+    REQUIRE(skewed("bcast", 128, 64) < skewed("ring", 128, 64));
+    REQUIRE(skewed("ring", 16, 8 << 20) < skewed("bcast", 16, 8 << 20));
+}
+
+TEST_CASE("a rank's messages share its ports: overhead per message, wire time per byte", "[unit][costmodel]") {
+    CostParams params;
+    params.alpha_us = 2;
+    params.overhead_us = 0.5;
+    params.bandwidth_gbs = 1e6;  // wire time negligible
+    params.copy_gbs = 1e6;
+    for (int p : {2, 5, 17}) {
+        // The direct gather's root takes p - 1 messages one overhead apart
+        // (its window holds all of them at once).
+        CollArgs a = args_for(Collective::Gather, p, 4);
+        double t = predict_us(find_algorithm(Collective::Gather, "linear"), a, params);
+        REQUIRE(t == Approx(2.0 + 0.5 * (p - 2)).epsilon(0.01));
+    }
+    // The pairwise exchange keeps every link busy: (p - 1) blocks each way
+    // per rank at the link's rate, whether its window holds one step (large
+    // blocks) or many (small ones: the transfers every rank has ready at once
+    // must pair up step by step, not leave ports idle).
+    CostParams wire;
+    for (int p : {4, 16})
+        for (size_t bytes : {size_t(32) << 10, size_t(8) << 20}) {
+            double t = predict_us(find_algorithm(Collective::Alltoall, "pairwise"),
+                                  args_for(Collective::Alltoall, p, bytes), wire);
+            const double link = static_cast<double>((p - 1) * bytes) / (wire.bandwidth_gbs * 1e3);
+            INFO(p << " ranks, " << bytes << " bytes per peer");
+            REQUIRE(t > link);
+            REQUIRE(t < 1.05 * link + 10);
+        }
+}

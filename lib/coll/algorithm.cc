@@ -1,5 +1,8 @@
 #include "coll/algorithm.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "reduce/datatype.h"
 #include "base/error.h"
 
@@ -12,6 +15,14 @@ const char* collective_name(Collective c) {
         case Collective::Reduce: return "reduce";
         case Collective::ReduceScatter: return "reduce_scatter";
         case Collective::Allgather: return "allgather";
+        case Collective::Allgatherv: return "allgatherv";
+        case Collective::Alltoall: return "alltoall";
+        case Collective::Alltoallv: return "alltoallv";
+        case Collective::Gather: return "gather";
+        case Collective::Gatherv: return "gatherv";
+        case Collective::Scatter: return "scatter";
+        case Collective::Scatterv: return "scatterv";
+        case Collective::Barrier: return "barrier";
     }
     return "?";
 }
@@ -29,13 +40,97 @@ size_t CollArgs::message_bytes() const {
     size_t esize = datatype_size(dtype);
     switch (coll) {
         case Collective::ReduceScatter: return total_count() * esize;
+        case Collective::Allgatherv: return counts.empty() ? count * esize : total_count() / size * esize;
+        case Collective::Barrier: return 0;
         default: return count * esize;
     }
 }
 
 namespace {
+
 bool any(const CollArgs&) { return true; }
+
+// The arrays behind a side with one block per rank (empty: blocks of count).
+void side_arrays(const CollArgs& a, Side side, const std::vector<size_t>** c, const std::vector<size_t>** d) {
+    const bool own_send = side == Side::Send && !a.in_place;
+    const bool send_side = a.coll == Collective::Scatter || a.coll == Collective::Scatterv ||
+                           ((a.coll == Collective::Alltoall || a.coll == Collective::Alltoallv) && own_send);
+    *c = send_side ? &a.send_counts : &a.counts;
+    *d = send_side ? &a.send_displs : &a.displs;
+}
+
 }  // namespace
+
+int CollArgs::blocks(Side side) const {
+    const bool send = side == Side::Send, root_here = rank == root;
+    bool used = true;
+    switch (coll) {
+        case Collective::Broadcast:
+        case Collective::Scatter:
+        case Collective::Scatterv: used = !send || root_here; break;
+        case Collective::Reduce:
+        case Collective::Gather:
+        case Collective::Gatherv: used = send || root_here; break;
+        case Collective::Barrier: used = false; break;
+        default: break;
+    }
+    return !used ? 0 : per_rank(side) ? size : 1;
+}
+
+bool CollArgs::per_rank(Side side) const {
+    const bool send = side == Side::Send;
+    switch (coll) {
+        case Collective::ReduceScatter:
+        case Collective::Scatter:
+        case Collective::Scatterv: return send;
+        case Collective::Allgather:
+        case Collective::Allgatherv:
+        case Collective::Gather:
+        case Collective::Gatherv: return !send;
+        case Collective::Alltoall:
+        case Collective::Alltoallv: return true;
+        default: return false;
+    }
+}
+
+Block CollArgs::block(Side side, int i) const {
+    if (!per_rank(side)) return {0, coll == Collective::ReduceScatter ? block_count(rank) : count};
+    if (coll == Collective::ReduceScatter) return {block_offset(i), block_count(i)};
+    const std::vector<size_t>*c, *d;
+    side_arrays(*this, side, &c, &d);
+    if (c->empty()) return {count * static_cast<size_t>(i), count};
+    if (d->empty()) {
+        size_t off = 0;
+        for (int k = 0; k < i; ++k) off += (*c)[k];
+        return {off, (*c)[i]};
+    }
+    return {(*d)[i], (*c)[i]};
+}
+
+bool CollArgs::extent(Side side, size_t* elems) const {
+    const int n = blocks(side);
+    *elems = 0;
+    if (n == 0 || !per_rank(side)) {
+        *elems = n ? block(side, 0).count : 0;
+        return true;
+    }
+    const std::vector<size_t>*c = &counts, *d = &displs;
+    if (coll == Collective::ReduceScatter)
+        d = nullptr;
+    else
+        side_arrays(*this, side, &c, &d);
+    if (c->empty()) {
+        if (count && static_cast<size_t>(n) > SIZE_MAX / count) return false;
+        *elems = count * static_cast<size_t>(n);
+        return true;
+    }
+    for (int i = 0; i < n; ++i) {
+        const size_t start = d && !d->empty() ? (*d)[i] : *elems;
+        if ((*c)[i] > SIZE_MAX - start) return false;
+        *elems = std::max(*elems, start + (*c)[i]);
+    }
+    return true;
+}
 
 const std::vector<Algorithm>& algorithms_for(Collective c) {
     static const std::vector<Algorithm> allreduce = {
@@ -60,12 +155,48 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Allgather, "ring", build_ring_allgather, any},
         {Collective::Allgather, "bruck", build_bruck_allgather, any},
     };
+    static const std::vector<Algorithm> allgatherv = {
+        {Collective::Allgatherv, "ring", build_ring_allgather, any},
+        {Collective::Allgatherv, "bcast", build_bcast_allgatherv, any},
+    };
+    static const std::vector<Algorithm> alltoall = {
+        {Collective::Alltoall, "pairwise", build_pairwise_alltoall, any},
+        {Collective::Alltoall, "bruck", build_bruck_alltoall, any},
+    };
+    static const std::vector<Algorithm> alltoallv = {
+        {Collective::Alltoallv, "pairwise", build_pairwise_alltoall, any},
+    };
+    static const std::vector<Algorithm> gather = {
+        {Collective::Gather, "linear", build_linear_gather, any},
+        {Collective::Gather, "binomial", build_binomial_gather, any},
+    };
+    static const std::vector<Algorithm> gatherv = {
+        {Collective::Gatherv, "linear", build_linear_gather, any},
+    };
+    static const std::vector<Algorithm> scatter = {
+        {Collective::Scatter, "linear", build_linear_scatter, any},
+        {Collective::Scatter, "binomial", build_binomial_scatter, any},
+    };
+    static const std::vector<Algorithm> scatterv = {
+        {Collective::Scatterv, "linear", build_linear_scatter, any},
+    };
+    static const std::vector<Algorithm> barrier = {
+        {Collective::Barrier, "dissemination", build_dissemination_barrier, any},
+    };
     switch (c) {
         case Collective::Allreduce: return allreduce;
         case Collective::Broadcast: return bcast;
         case Collective::Reduce: return reduce;
         case Collective::ReduceScatter: return reduce_scatter;
         case Collective::Allgather: return allgather;
+        case Collective::Allgatherv: return allgatherv;
+        case Collective::Alltoall: return alltoall;
+        case Collective::Alltoallv: return alltoallv;
+        case Collective::Gather: return gather;
+        case Collective::Gatherv: return gatherv;
+        case Collective::Scatter: return scatter;
+        case Collective::Scatterv: return scatterv;
+        case Collective::Barrier: return barrier;
     }
     return allreduce;
 }

@@ -11,6 +11,26 @@
 //                   In place (`in_place`), Recv aliases the start of Send, so
 //                   the result is written only after every read of Send.
 //   allgather       Send: count elements; Recv: size * count, block r at r * count.
+//
+// The collectives that move blocks between ranks describe each buffer as
+// blocks (see block()): block i of the side with one block per rank is
+// counts[i] elements at displs[i] (send_counts/send_displs on the send side);
+// with `counts` empty, count elements at i * count; with `displs` empty,
+// packed in rank order. Gaps between blocks are never written.
+//   allgatherv      Send: count elements (== counts[rank]); Recv: block i of
+//                   every rank. In place, Send aliases Recv's block `rank`.
+//   alltoall(v)     Send block i goes to rank i; Recv block i comes from rank
+//                   i. In place (`in_place`), Send is bound to Recv and the
+//                   send blocks are the receive blocks: a block is sent
+//                   before its place is overwritten.
+//   gather(v)       every rank reads Send (count elements); only the root
+//                   writes Recv, block i from rank i; in place, the root's
+//                   Send aliases its Recv block `root`.
+//   scatter(v)      only the root reads Send, block i for rank i; every rank
+//                   writes Recv (count elements); in place, the root's Recv
+//                   aliases its Send block `root`. Elsewhere Send is bound to
+//                   Recv and never read.
+//   barrier         no user buffers: a byte of scratch per round.
 #pragma once
 
 #include <cstddef>
@@ -23,15 +43,42 @@
 
 namespace chorus::coll {
 
-enum class Collective { Allreduce, Broadcast, Reduce, ReduceScatter, Allgather };
-constexpr int kNumCollectives = 5;
+enum class Collective {
+    Allreduce,
+    Broadcast,
+    Reduce,
+    ReduceScatter,
+    Allgather,
+    Allgatherv,
+    Alltoall,
+    Alltoallv,
+    Gather,
+    Gatherv,
+    Scatter,
+    Scatterv,
+    Barrier
+};
+constexpr int kNumCollectives = 13;
 
 const char* collective_name(Collective c);
 
+// A block of a user buffer, in elements.
+struct Block {
+    size_t offset = 0;
+    size_t count = 0;
+};
+enum class Side { Send, Recv };
+
 struct CollArgs {
     Collective coll = Collective::Allreduce;
-    size_t count = 0;  // elements: the message (allgather: per rank; reduce_scatter: per block unless `counts`)
-    std::vector<size_t> counts;  // reduce_scatterv: elements of each rank's block
+    // Elements: the message (allgather(v), gather(v): what this rank sends;
+    // scatter(v): what it receives; alltoall: per peer; reduce_scatter: per
+    // block unless `counts`).
+    size_t count = 0;
+    std::vector<size_t> counts;       // per-rank blocks: reduce_scatterv, allgatherv, gatherv (root), alltoallv (recv)
+    std::vector<size_t> displs;       // where they start: allgatherv, gatherv (root), alltoallv (rdispls)
+    std::vector<size_t> send_counts;  // scatterv (root), alltoallv (sendcounts, unless in place)
+    std::vector<size_t> send_displs;  // scatterv (root), alltoallv (sdispls, unless in place)
     chorus_datatype_t dtype = CHORUS_FLOAT32;
     chorus_op_t op = CHORUS_SUM;
     int root = 0;
@@ -45,8 +92,20 @@ struct CollArgs {
     size_t block_count(int i) const { return counts.empty() ? count : counts[i]; }
     size_t block_offset(int i) const;
     size_t total_count() const;  // reduce_scatter: sum of the blocks
-    // Bytes each rank contributes (the benchmark's "message size").
+    // Bytes each rank contributes (the benchmark's "message size"; alltoall:
+    // per peer; allgatherv: the mean block).
     size_t message_bytes() const;
+
+    // The blocks of this rank's send or receive buffer the collective reads
+    // or writes: 0 (a root-only buffer elsewhere, or none), 1 or size.
+    int blocks(Side side) const;
+    // Whether that side has one block per rank (where it is used), even at
+    // size 1; block(side, i) then is rank i's, else block 0 is the only one.
+    bool per_rank(Side side) const;
+    Block block(Side side, int i) const;
+    // Elements from the buffer's start to the end of its last block (0 when
+    // unused); false when that overflows size_t.
+    bool extent(Side side, size_t* elems) const;
 };
 
 using Builder = std::unique_ptr<Schedule> (*)(const CollArgs&);
@@ -78,5 +137,13 @@ std::unique_ptr<Schedule> build_ring_allgather(const CollArgs& args);
 std::unique_ptr<Schedule> build_bruck_allgather(const CollArgs& args);
 std::unique_ptr<Schedule> build_binomial_reduce(const CollArgs& args);
 std::unique_ptr<Schedule> build_reduce_scatter_gather_reduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_bcast_allgatherv(const CollArgs& args);
+std::unique_ptr<Schedule> build_pairwise_alltoall(const CollArgs& args);
+std::unique_ptr<Schedule> build_bruck_alltoall(const CollArgs& args);
+std::unique_ptr<Schedule> build_binomial_gather(const CollArgs& args);
+std::unique_ptr<Schedule> build_linear_gather(const CollArgs& args);
+std::unique_ptr<Schedule> build_binomial_scatter(const CollArgs& args);
+std::unique_ptr<Schedule> build_linear_scatter(const CollArgs& args);
+std::unique_ptr<Schedule> build_dissemination_barrier(const CollArgs& args);
 
 }  // namespace chorus::coll

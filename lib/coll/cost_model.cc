@@ -13,8 +13,9 @@
 namespace chorus::coll {
 
 std::string CostParams::describe() const {
-    return cat("alpha ", alpha_us, " us (+", rendezvous_us, " us above ", eager_bytes, " bytes), link ", bandwidth_gbs, " GB/s, reduce ", reduce_gbs, " GB/s, copy ", copy_gbs,
-               " GB/s");
+    return cat("alpha ", alpha_us, " us (+", rendezvous_us, " us above ", eager_bytes, " bytes; ports busy ",
+               overhead_us, " us a message), link ", bandwidth_gbs, " GB/s, reduce ", reduce_gbs, " GB/s, copy ",
+               copy_gbs, " GB/s");
 }
 
 namespace {
@@ -23,7 +24,14 @@ struct Event {
     double time;
     int rank;
     StepId step;
-    bool operator>(const Event& o) const { return time > o.time; }
+    // Steps ready at once start in schedule order, every rank's step s
+    // before any rank's step s + 1, as ranks running side by side post them
+    // (the heap's own order would pair transfers arbitrarily, and greedy
+    // port reservations in an arbitrary order leave ports idle).
+    bool operator>(const Event& o) const {
+        if (time != o.time) return time > o.time;
+        return step != o.step ? step > o.step : rank > o.rank;
+    }
 };
 
 struct MsgKey {
@@ -100,7 +108,7 @@ private:
     void transfer(int src, StepId ks, double ts, int dst, StepId kr, double tr, size_t bytes) {
         double start = std::max({ts, tr, out_[src], in_[dst]});
         double wire = us(bytes, p_.bandwidth_gbs);
-        out_[src] = in_[dst] = start + wire;
+        out_[src] = in_[dst] = start + p_.overhead_us + wire;
         double end = start + alpha(bytes) + wire;
         complete(src, ks, end);
         complete(dst, kr, end);
@@ -148,7 +156,7 @@ private:
             double& port = out_[0];
             double start = std::max(e.time, port);
             double wire = us(st.bytes, p_.bandwidth_gbs);
-            port = start + wire;
+            port = start + p_.overhead_us + wire;
             sent_[st.tag] = start;
             complete(0, e.step, start + alpha(st.bytes) + wire);
             auto range = waiting_.equal_range(st.tag);
@@ -172,7 +180,7 @@ private:
         const Step& st = (*scheds_)[0]->steps()[e.step];
         double start = std::max(data_ready, in_[0]);
         double wire = us(st.bytes, p_.bandwidth_gbs);
-        in_[0] = start + wire;
+        in_[0] = start + p_.overhead_us + wire;
         complete(0, e.step, start + alpha(st.bytes) + wire);
     }
 

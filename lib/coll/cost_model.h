@@ -5,7 +5,9 @@
 // The machine model (alpha-beta with ports): a message of n bytes takes
 // alpha + n / bandwidth; it starts when both its send and its receive are
 // ready and the sender's outgoing and the receiver's incoming port are free,
-// and occupies both ports for n / bandwidth. Reductions and copies run on
+// and occupies both ports for overhead + n / bandwidth (the overhead, part
+// of alpha, is the CPU time each end spends on a message: it is what makes
+// a root that takes size - 1 small messages slower than a tree). Reductions and copies run on
 // their rank's CPU, one at a time, at their own per-byte rates.
 #pragma once
 
@@ -18,6 +20,7 @@ namespace chorus::coll {
 struct CostParams {
     double alpha_us = 1.5;        // per message (latency + software overhead)
     double rendezvous_us = 2.5;   // more per message above eager_bytes (rendezvous handshake, page pinning)
+    double overhead_us = 0.25;    // of alpha, the time a message keeps both its ends busy
     size_t eager_bytes = 8192;
     double bandwidth_gbs = 6.0;   // per link direction
     double reduce_gbs = 6.0;      // bytes of output per second of a reduction

@@ -34,7 +34,8 @@ public:
 
 private:
     CostParams params_;
-    std::map<std::tuple<int, int, int, size_t, int>, Choice> cache_;
+    // (collective, ranks, size class, element size, AVG, all-gatherv's largest block class)
+    std::map<std::tuple<int, int, int, size_t, int, int>, Choice> cache_;
 };
 
 }  // namespace chorus::coll

@@ -147,5 +147,22 @@ inline std::vector<int> binomial_children(int rel, int size) {
     for (int m = 1; m < low && rel + m < size; m <<= 1) kids.push_back(rel + m);
     return kids;
 }
+// The subtree of rel: relative ranks rel .. rel + binomial_subtree(rel) - 1.
+inline int binomial_subtree(int rel, int size) {
+    return rel == 0 ? size : std::min(rel & -rel, size - rel);
+}
+
+// Relative ranks first .. first + n - 1 of a tree rooted at `root`, as at
+// most two runs of consecutive absolute ranks (cut where absolute rank 0
+// falls): a tree's message of several ranks' blocks, cut the same way by its
+// sender and its receiver.
+struct RankRun {
+    int first, n;  // relative ranks
+};
+inline std::vector<RankRun> absolute_runs(int first, int n, int root, int size) {
+    const int cut = mod(-root, size);  // the relative rank of absolute rank 0
+    if (cut > first && cut < first + n) return {{first, cut - first}, {cut, first + n - cut}};
+    return {{first, n}};
+}
 
 }  // namespace chorus::coll

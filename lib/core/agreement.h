@@ -1,7 +1,11 @@
 // What ranks must agree on, and the message when they do not. With
 // CHORUS_CHECK=1 every call's fingerprint (collective, count, datatype, op,
-// root, sequence number) is exchanged before it runs; the ranks are then
-// grouped by what they passed, so the error names each group.
+// root, the counts arrays that must agree, sequence number) is exchanged
+// before it runs; the ranks are then grouped by what they passed, so the
+// error names each group. The v collectives whose counts agree only pair by
+// pair (alltoallv, gatherv, scatterv: what rank i sends rank j is what j
+// expects from i) first exchange those counts, and a rank that expects
+// another count than its peer sends says so in its fingerprint.
 #pragma once
 
 #include <cstdint>
@@ -13,17 +17,30 @@
 namespace chorus {
 
 struct Fingerprint {
-    uint32_t coll, dtype, op;
-    int32_t root;
-    uint64_t count, counts_hash, seq;
+    uint32_t coll = 0, dtype = 0, op = 0;
+    int32_t root = 0;
+    uint64_t count = 0, counts_hash = 0, seq = 0;
+    // The first rank whose count for this rank is not the one expected
+    // (-1: none), what it sends and what this rank expects.
+    int32_t peer = -1;
+    uint32_t unused = 0;
+    uint64_t peer_sends = 0, expected = 0;
     bool operator==(const Fingerprint& o) const {
         return coll == o.coll && dtype == o.dtype && op == o.op && root == o.root && count == o.count &&
-               counts_hash == o.counts_hash && seq == o.seq;
+               counts_hash == o.counts_hash && seq == o.seq && peer == o.peer && peer_sends == o.peer_sends &&
+               expected == o.expected;
     }
 };
 
 // Only what the collective uses: a broadcast's op does not have to agree.
 Fingerprint fingerprint(const coll::CollArgs& args, uint64_t seq);
+
+// For the collectives whose counts agree pair by pair: the elements this rank
+// sends to each rank and expects from each. False for the others.
+bool pair_counts(const coll::CollArgs& args, std::vector<uint64_t>* sends, std::vector<uint64_t>* expects);
+// Record in `f` the first rank i whose count for this rank (got[i]) is not
+// the one this rank expects.
+void note_pairs(Fingerprint& f, const std::vector<uint64_t>& got, const std::vector<uint64_t>& expects);
 
 // "" when every rank passed the same; otherwise the groups of ranks and what
 // each group passed.

@@ -68,7 +68,25 @@ chorus_result_t collective(Form form, const char* fn, const chorus::api::Args& i
 
 chorus::api::Args args(const void* sendbuf, void* recvbuf, size_t count, int datatype, int op = 0, int root = 0,
                        const size_t* counts = nullptr) {
-    return chorus::api::Args{sendbuf, recvbuf, count, counts, datatype, op, root};
+    chorus::api::Args a;
+    a.sendbuf = sendbuf;
+    a.recvbuf = recvbuf;
+    a.count = count;
+    a.counts = counts;
+    a.datatype = datatype;
+    a.op = op;
+    a.root = root;
+    return a;
+}
+
+// The v forms: each side's count (one block) or counts and displacements.
+chorus::api::Args vargs(const void* sendbuf, size_t count, const size_t* send_counts, const size_t* send_displs,
+                        void* recvbuf, const size_t* counts, const size_t* displs, int datatype, int root = 0) {
+    chorus::api::Args a = args(sendbuf, recvbuf, count, datatype, 0, root, counts);
+    a.displs = displs;
+    a.send_counts = send_counts;
+    a.send_displs = send_displs;
+    return a;
 }
 
 // The request's communicator and operation, or an error.
@@ -245,6 +263,115 @@ chorus_result_t chorus_iallgather(const void* sendbuf, void* recvbuf, size_t sen
                                   chorus_comm_t comm, void* stream, chorus_request_t* request) {
     return collective(Form::Allgather, "chorus_iallgather", args(sendbuf, recvbuf, sendcount, datatype), comm, stream,
                       true, request);
+}
+
+chorus_result_t chorus_allgatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
+                                  const size_t* displs, chorus_datatype_t datatype, chorus_comm_t comm, void* stream) {
+    return collective(Form::Allgatherv, "chorus_allgatherv",
+                      vargs(sendbuf, sendcount, nullptr, nullptr, recvbuf, recvcounts, displs, datatype), comm, stream,
+                      false, nullptr);
+}
+
+chorus_result_t chorus_iallgatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
+                                   const size_t* displs, chorus_datatype_t datatype, chorus_comm_t comm, void* stream,
+                                   chorus_request_t* request) {
+    return collective(Form::Allgatherv, "chorus_iallgatherv",
+                      vargs(sendbuf, sendcount, nullptr, nullptr, recvbuf, recvcounts, displs, datatype), comm, stream,
+                      true, request);
+}
+
+chorus_result_t chorus_alltoall(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                                chorus_comm_t comm, void* stream) {
+    return collective(Form::Alltoall, "chorus_alltoall", args(sendbuf, recvbuf, count, datatype), comm, stream, false,
+                      nullptr);
+}
+
+chorus_result_t chorus_ialltoall(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                                 chorus_comm_t comm, void* stream, chorus_request_t* request) {
+    return collective(Form::Alltoall, "chorus_ialltoall", args(sendbuf, recvbuf, count, datatype), comm, stream, true,
+                      request);
+}
+
+chorus_result_t chorus_alltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls, void* recvbuf,
+                                 const size_t* recvcounts, const size_t* rdispls, chorus_datatype_t datatype,
+                                 chorus_comm_t comm, void* stream) {
+    return collective(Form::Alltoallv, "chorus_alltoallv",
+                      vargs(sendbuf, 0, sendcounts, sdispls, recvbuf, recvcounts, rdispls, datatype), comm, stream,
+                      false, nullptr);
+}
+
+chorus_result_t chorus_ialltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls, void* recvbuf,
+                                  const size_t* recvcounts, const size_t* rdispls, chorus_datatype_t datatype,
+                                  chorus_comm_t comm, void* stream, chorus_request_t* request) {
+    return collective(Form::Alltoallv, "chorus_ialltoallv",
+                      vargs(sendbuf, 0, sendcounts, sdispls, recvbuf, recvcounts, rdispls, datatype), comm, stream,
+                      true, request);
+}
+
+chorus_result_t chorus_gather(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
+                              chorus_comm_t comm, void* stream) {
+    return collective(Form::Gather, "chorus_gather", args(sendbuf, recvbuf, count, datatype, 0, root), comm, stream,
+                      false, nullptr);
+}
+
+chorus_result_t chorus_igather(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
+                               chorus_comm_t comm, void* stream, chorus_request_t* request) {
+    return collective(Form::Gather, "chorus_igather", args(sendbuf, recvbuf, count, datatype, 0, root), comm, stream,
+                      true, request);
+}
+
+chorus_result_t chorus_gatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
+                               const size_t* displs, chorus_datatype_t datatype, int root, chorus_comm_t comm,
+                               void* stream) {
+    return collective(Form::Gatherv, "chorus_gatherv",
+                      vargs(sendbuf, sendcount, nullptr, nullptr, recvbuf, recvcounts, displs, datatype, root), comm,
+                      stream, false, nullptr);
+}
+
+chorus_result_t chorus_igatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
+                                const size_t* displs, chorus_datatype_t datatype, int root, chorus_comm_t comm,
+                                void* stream, chorus_request_t* request) {
+    return collective(Form::Gatherv, "chorus_igatherv",
+                      vargs(sendbuf, sendcount, nullptr, nullptr, recvbuf, recvcounts, displs, datatype, root), comm,
+                      stream, true, request);
+}
+
+chorus_result_t chorus_scatter(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
+                               chorus_comm_t comm, void* stream) {
+    return collective(Form::Scatter, "chorus_scatter", args(sendbuf, recvbuf, count, datatype, 0, root), comm, stream,
+                      false, nullptr);
+}
+
+chorus_result_t chorus_iscatter(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
+                                chorus_comm_t comm, void* stream, chorus_request_t* request) {
+    return collective(Form::Scatter, "chorus_iscatter", args(sendbuf, recvbuf, count, datatype, 0, root), comm, stream,
+                      true, request);
+}
+
+chorus_result_t chorus_scatterv(const void* sendbuf, const size_t* sendcounts, const size_t* displs, void* recvbuf,
+                                size_t recvcount, chorus_datatype_t datatype, int root, chorus_comm_t comm,
+                                void* stream) {
+    return collective(Form::Scatterv, "chorus_scatterv",
+                      vargs(sendbuf, recvcount, sendcounts, displs, recvbuf, nullptr, nullptr, datatype, root), comm,
+                      stream, false, nullptr);
+}
+
+chorus_result_t chorus_iscatterv(const void* sendbuf, const size_t* sendcounts, const size_t* displs, void* recvbuf,
+                                 size_t recvcount, chorus_datatype_t datatype, int root, chorus_comm_t comm,
+                                 void* stream, chorus_request_t* request) {
+    return collective(Form::Scatterv, "chorus_iscatterv",
+                      vargs(sendbuf, recvcount, sendcounts, displs, recvbuf, nullptr, nullptr, datatype, root), comm,
+                      stream, true, request);
+}
+
+chorus_result_t chorus_barrier(chorus_comm_t comm, void* stream) {
+    return collective(Form::Barrier, "chorus_barrier", args(nullptr, nullptr, 0, CHORUS_UINT8), comm, stream, false,
+                      nullptr);
+}
+
+chorus_result_t chorus_ibarrier(chorus_comm_t comm, void* stream, chorus_request_t* request) {
+    return collective(Form::Barrier, "chorus_ibarrier", args(nullptr, nullptr, 0, CHORUS_UINT8), comm, stream, true,
+                      request);
 }
 
 chorus_result_t chorus_test(chorus_request_t request, int* done) {

@@ -117,23 +117,34 @@ Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, co
 
 void Communicator::check_agreement(const coll::CollArgs& args) {
     Fingerprint mine = fingerprint(args, next_seq_);
+    std::vector<uint64_t> sends, expects;
+    if (pair_counts(args, &sends, &expects)) {
+        std::vector<uint64_t> got(size());
+        exchange(coll::Collective::Alltoall, "pairwise", 1, CHORUS_UINT64, sends.data(), got.data());
+        note_pairs(mine, got, expects);
+    }
     std::vector<Fingerprint> all(size());
+    exchange(coll::Collective::Allgather, "bruck", sizeof(Fingerprint), CHORUS_UINT8, &mine, all.data());
+    std::string msg = disagreement(all);
+    if (!msg.empty()) fail(CHORUS_ERR_MISMATCH, msg);
+}
+
+void Communicator::exchange(coll::Collective coll, const char* algo, size_t count, chorus_datatype_t dtype,
+                            const void* send, void* recv) {
     // The check itself has the same shape on every rank, whatever they passed.
     coll::CollArgs g;
-    g.coll = coll::Collective::Allgather;
-    g.count = sizeof(Fingerprint);
-    g.dtype = CHORUS_UINT8;
+    g.coll = coll;
+    g.count = count;
+    g.dtype = dtype;
     g.rank = rank();
     g.size = size();
     g.chunk_bytes = config_.chunk_bytes;
     g.depth = config_.window;
-    const coll::Algorithm& bruck = coll::find_algorithm(coll::Collective::Allgather, "bruck");
-    Operation* op = launch(g, Plan{&bruck, plans_.schedule(g, bruck)}, &mine, all.data());
+    const coll::Algorithm& a = coll::find_algorithm(coll, algo);
+    Operation* op = launch(g, Plan{&a, plans_.schedule(g, a)}, send, recv);
     wait(op);
     chorus_result_t rc = release(op);
     if (rc != CHORUS_SUCCESS) fail(rc, "CHORUS_CHECK: exchanging arguments failed: ", last_error_);
-    std::string msg = disagreement(all);
-    if (!msg.empty()) fail(CHORUS_ERR_MISMATCH, msg);
 }
 
 void Communicator::abort(const std::string& why) {

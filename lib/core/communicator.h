@@ -68,8 +68,13 @@ private:
     void fail_op(Operation& op, chorus_result_t code, const std::string& message);
     Operation* launch(const coll::CollArgs& args, const Plan& plan, const void* sendbuf, void* recvbuf,
                       void* stream = nullptr);
-    // CHORUS_CHECK: exchange the call's fingerprint first.
+    // CHORUS_CHECK: exchange the call's fingerprint first (and, for the v
+    // collectives whose counts agree pair by pair, those counts).
     void check_agreement(const coll::CollArgs& args);
+    // Run `coll` with `algo` on host buffers and wait for it (the check's own
+    // traffic: the same shape on every rank).
+    void exchange(coll::Collective coll, const char* algo, size_t count, chorus_datatype_t dtype, const void* send,
+                  void* recv);
 
     Config config_;
     std::unique_ptr<net::Bootstrap> boot_;  // before the transport: it outlives it

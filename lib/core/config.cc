@@ -207,6 +207,8 @@ const std::vector<Setting> kSettings = {
      show_cost<&coll::CostParams::alpha_us>},
     {"CHORUS_COST_RNDV_US", true, parse_cost<&coll::CostParams::rendezvous_us, true>,
      show_cost<&coll::CostParams::rendezvous_us>},
+    {"CHORUS_COST_OVERHEAD_US", true, parse_cost<&coll::CostParams::overhead_us, true>,
+     show_cost<&coll::CostParams::overhead_us>},
     {"CHORUS_COST_LINK_GBS", true, parse_cost<&coll::CostParams::bandwidth_gbs, false>,
      show_cost<&coll::CostParams::bandwidth_gbs>},
     {"CHORUS_COST_REDUCE_GBS", true, parse_cost<&coll::CostParams::reduce_gbs, false>,

@@ -5,20 +5,18 @@
 namespace chorus {
 
 namespace {
-// Bytes of the user's send and receive buffers that a collective touches.
+// Bytes of the user's send and receive buffers that a collective touches:
+// from the start to the end of the last block, gaps between displaced
+// blocks included (a mirror covers the whole span; what it copies back to
+// a gap is what it copied from there).
 void user_bytes(const coll::CollArgs& a, size_t* send, size_t* recv) {
-    size_t es = datatype_size(a.dtype);
-    switch (a.coll) {
-        case coll::Collective::ReduceScatter:
-            *send = a.total_count() * es;
-            *recv = a.in_place ? *send : a.block_count(a.rank) * es;
-            break;
-        case coll::Collective::Allgather:
-            *send = a.count * es;
-            *recv = a.count * static_cast<size_t>(a.size) * es;
-            break;
-        default: *send = *recv = a.count * es; break;
-    }
+    size_t es = datatype_size(a.dtype), send_elems = 0, recv_elems = 0;
+    a.extent(coll::Side::Send, &send_elems);  // validated: no overflow
+    a.extent(coll::Side::Recv, &recv_elems);
+    // An in-place reduce-scatter reads its input from the receive buffer.
+    if (a.coll == coll::Collective::ReduceScatter && a.in_place) recv_elems = send_elems;
+    *send = send_elems * es;
+    *recv = recv_elems * es;
 }
 }  // namespace
 

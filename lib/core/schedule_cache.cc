@@ -9,7 +9,8 @@ constexpr size_t kMaxCachedSchedules = 256;
 
 bool same_shape(const coll::CollArgs& a, const coll::CollArgs& b) {
     return a.coll == b.coll && a.count == b.count && a.dtype == b.dtype && a.op == b.op && a.root == b.root &&
-           a.in_place == b.in_place && a.counts == b.counts;
+           a.in_place == b.in_place && a.counts == b.counts && a.displs == b.displs && a.send_counts == b.send_counts &&
+           a.send_displs == b.send_displs;
 }
 }  // namespace
 
@@ -28,12 +29,18 @@ size_t ScheduleCache::KeyHash::operator()(const Key& k) const {
     mix(k.count);
     mix(static_cast<uint64_t>(k.dtype) << 32 | static_cast<uint32_t>(k.op));
     mix(static_cast<uint64_t>(k.root) << 1 | static_cast<uint64_t>(k.in_place));
-    for (size_t c : k.counts) mix(c);
+    for (const auto* v : {&k.counts, &k.displs, &k.send_counts, &k.send_displs}) {
+        mix(v->size());
+        for (size_t c : *v) mix(c);
+    }
     return static_cast<size_t>(h);
 }
 
 const coll::Algorithm& ScheduleCache::choose(const coll::CollArgs& args) {
     if (const coll::Algorithm* forced = forced_[static_cast<size_t>(args.coll)]) return *forced;
+    // Nothing to choose (and the v forms' sizes need not agree across ranks).
+    const auto& algos = coll::algorithms_for(args.coll);
+    if (algos.size() == 1) return algos.front();
     bool fresh = false;
     const coll::Choice& c = selector_.choose(args, &fresh);
     if (fresh && log_choices_ && log_level() >= LogLevel::Info) {
@@ -47,7 +54,8 @@ const coll::Algorithm& ScheduleCache::choose(const coll::CollArgs& args) {
 
 std::shared_ptr<const Schedule> ScheduleCache::schedule(const coll::CollArgs& a, const coll::Algorithm& algo) {
     // Chunk size and depth are the communicator's, fixed for its life.
-    Key key{&algo, a.count, a.dtype, a.op, a.root, a.in_place ? 1 : 0, a.counts};
+    Key key{&algo,    a.count,  a.dtype,       a.op,         a.root, a.in_place ? 1 : 0,
+            a.counts, a.displs, a.send_counts, a.send_displs};
     auto it = schedules_.find(key);
     if (it != schedules_.end()) return it->second;
     std::shared_ptr<const Schedule> s = algo.build(a);

@@ -38,10 +38,11 @@ private:
         const coll::Algorithm* algo;
         size_t count;
         int dtype, op, root, in_place;
-        std::vector<size_t> counts;
+        std::vector<size_t> counts, displs, send_counts, send_displs;
         bool operator==(const Key& o) const {
             return algo == o.algo && count == o.count && dtype == o.dtype && op == o.op && root == o.root &&
-                   in_place == o.in_place && counts == o.counts;
+                   in_place == o.in_place && counts == o.counts && displs == o.displs && send_counts == o.send_counts &&
+                   send_displs == o.send_displs;
         }
     };
     struct KeyHash {

@@ -1,5 +1,6 @@
 #include "core/validate.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/handles.h"
@@ -10,72 +11,68 @@ namespace chorus::api {
 namespace {
 
 using coll::Collective;
+using coll::Side;
 
-enum class Who { Everyone, Root };      // whose buffer the collective uses
-enum class InPlace { Same, OwnBlock };  // sendbuf == recvbuf, or == recvbuf + rank * count
+enum class Who { Everyone, Root, Nobody };  // whose buffer the collective uses
+// The in-place form: sendbuf == recvbuf; sendbuf == recvbuf + this rank's
+// receive block; recvbuf == sendbuf + this rank's send block (the root of a
+// scatter); none.
+enum class InPlace { Same, OwnBlock, OwnSendBlock, None };
 
-// Elements of the send and receive buffers on this rank; false (with the
-// quantity that overflows in *what) on overflow.
-using Elements = bool (*)(const Args& in, int rank, int size, size_t* send, size_t* recv, std::string* what);
+// The names of a side's arguments: its count (one block) or its arrays (one
+// block per rank); nullptr where the call has no such argument. `own`: the
+// arrays are this side's arguments (reduce_scatterv's send blocks are its
+// recvcounts).
+struct Names {
+    const char* count;
+    const char* counts;
+    const char* displs;
+    bool own = true;
+};
 
 struct Rule {
     Form form;
     Collective coll;
-    bool has_op, has_root, irregular;
+    bool has_op, has_root;
     Who send, recv;
     InPlace in_place;
-    Elements elements;
+    Names send_names, recv_names;
 };
 
-bool mul(size_t a, size_t b, size_t* out) {
-    if (a && b > SIZE_MAX / a) return false;
-    *out = a * b;
-    return true;
-}
+constexpr Names kCount{"count", nullptr, nullptr};
+constexpr Names kSendcount{"sendcount", nullptr, nullptr};
+constexpr Names kRecvcount{"recvcount", nullptr, nullptr};
+constexpr Names kRecvcounts{nullptr, "recvcounts", nullptr};
+constexpr Names kRecvcountsShared{nullptr, "recvcounts", nullptr, false};  // the send side's blocks
+constexpr Names kRecvDispls{nullptr, "recvcounts", "displs"};
+constexpr Names kSendDispls{nullptr, "sendcounts", "displs"};
+constexpr Names kSdispls{nullptr, "sendcounts", "sdispls"};
+constexpr Names kRdispls{nullptr, "recvcounts", "rdispls"};
+constexpr Names kNone{nullptr, nullptr, nullptr};
 
-bool same_count(const Args& in, int, int, size_t* send, size_t* recv, std::string*) {
-    *send = *recv = in.count;
-    return true;
-}
+using F = Form;
+using C = Collective;
+constexpr Who kAll = Who::Everyone, kRoot = Who::Root, kNobody = Who::Nobody;
 
-bool blocks_to_one(const Args& in, int, int size, size_t* send, size_t* recv, std::string* what) {
-    *recv = in.count;
-    *what = cat("recvcount ", in.count, " times ", size, " ranks");
-    return mul(in.count, static_cast<size_t>(size), send);
-}
-
-bool irregular_blocks(const Args& in, int rank, int size, size_t* send, size_t* recv, std::string* what) {
-    size_t total = 0;
-    for (int i = 0; i < size; ++i) {
-        if (in.counts[i] > SIZE_MAX - total) {
-            *what = "the sum of recvcounts";
-            return false;
-        }
-        total += in.counts[i];
-    }
-    *send = total;
-    *recv = in.counts[rank];
-    return true;
-}
-
-bool one_to_blocks(const Args& in, int, int size, size_t* send, size_t* recv, std::string* what) {
-    *send = in.count;
-    *what = cat("sendcount ", in.count, " times ", size, " ranks");
-    return mul(in.count, static_cast<size_t>(size), recv);
-}
-
+// clang-format off
 constexpr Rule kRules[] = {
-    {Form::Allreduce, Collective::Allreduce, true, false, false, Who::Everyone, Who::Everyone, InPlace::Same,
-     same_count},
-    {Form::Broadcast, Collective::Broadcast, false, true, false, Who::Root, Who::Everyone, InPlace::Same, same_count},
-    {Form::Reduce, Collective::Reduce, true, true, false, Who::Everyone, Who::Root, InPlace::Same, same_count},
-    {Form::ReduceScatter, Collective::ReduceScatter, true, false, false, Who::Everyone, Who::Everyone, InPlace::Same,
-     blocks_to_one},
-    {Form::ReduceScatterV, Collective::ReduceScatter, true, false, true, Who::Everyone, Who::Everyone, InPlace::Same,
-     irregular_blocks},
-    {Form::Allgather, Collective::Allgather, false, false, false, Who::Everyone, Who::Everyone, InPlace::OwnBlock,
-     one_to_blocks},
+    // form              collective          op     root   send     recv     in place               send names         recv names
+    {F::Allreduce,      C::Allreduce,      true,  false, kAll,    kAll,    InPlace::Same,         kCount,            kCount},
+    {F::Broadcast,      C::Broadcast,      false, true,  kRoot,   kAll,    InPlace::Same,         kCount,            kCount},
+    {F::Reduce,         C::Reduce,         true,  true,  kAll,    kRoot,   InPlace::Same,         kCount,            kCount},
+    {F::ReduceScatter,  C::ReduceScatter,  true,  false, kAll,    kAll,    InPlace::Same,         kRecvcount,        kRecvcount},
+    {F::ReduceScatterV, C::ReduceScatter,  true,  false, kAll,    kAll,    InPlace::Same,         kRecvcountsShared, kRecvcounts},
+    {F::Allgather,      C::Allgather,      false, false, kAll,    kAll,    InPlace::OwnBlock,     kSendcount,        kSendcount},
+    {F::Allgatherv,     C::Allgatherv,     false, false, kAll,    kAll,    InPlace::OwnBlock,     kSendcount,        kRecvDispls},
+    {F::Alltoall,       C::Alltoall,       false, false, kAll,    kAll,    InPlace::Same,         kCount,            kCount},
+    {F::Alltoallv,      C::Alltoallv,      false, false, kAll,    kAll,    InPlace::Same,         kSdispls,          kRdispls},
+    {F::Gather,         C::Gather,         false, true,  kAll,    kRoot,   InPlace::OwnBlock,     kCount,            kCount},
+    {F::Gatherv,        C::Gatherv,        false, true,  kAll,    kRoot,   InPlace::OwnBlock,     kSendcount,        kRecvDispls},
+    {F::Scatter,        C::Scatter,        false, true,  kRoot,   kAll,    InPlace::OwnSendBlock, kCount,            kCount},
+    {F::Scatterv,       C::Scatterv,       false, true,  kRoot,   kAll,    InPlace::OwnSendBlock, kSendDispls,       kRecvcount},
+    {F::Barrier,        C::Barrier,        false, false, kNobody, kNobody, InPlace::None,         kNone,             kNone},
 };
+// clang-format on
 
 const Rule& rule_of(Form form) {
     for (const Rule& r : kRules)
@@ -83,13 +80,76 @@ const Rule& rule_of(Form form) {
     return kRules[0];
 }
 
-bool overlaps(const void* a, size_t abytes, const void* b, size_t bbytes) {
-    auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
-    return abytes && bbytes && x < y + bbytes && y < x + abytes;
+bool mul(size_t a, size_t b, size_t* out) {
+    if (a && b > SIZE_MAX / a) return false;
+    *out = a * b;
+    return true;
 }
 
 chorus_result_t invalid(Communicator* c, const std::string& message) {
     return report(c, CHORUS_ERR_INVALID_ARGUMENT, message);
+}
+
+const char* on_root(const Rule& rule, Who who) {
+    return rule.has_root && who == Who::Root ? " (on the root)" : "";
+}
+
+// A block of a buffer, in bytes from its start, and whose block it is.
+struct Span {
+    size_t begin, end;
+    int rank;
+};
+
+// The side's non-empty blocks in bytes, sorted by where they start (sides
+// without displacements: one span over the whole extent, which they fill).
+std::vector<Span> spans(const coll::CollArgs& a, Side side, bool displaced, size_t esize, size_t extent_bytes) {
+    std::vector<Span> out;
+    if (!displaced) {
+        if (extent_bytes) out.push_back({0, extent_bytes, -1});
+        return out;
+    }
+    for (int i = 0, n = a.blocks(side); i < n; ++i) {
+        const coll::Block b = a.block(side, i);
+        if (b.count) out.push_back({b.offset * esize, (b.offset + b.count) * esize, i});
+    }
+    std::sort(out.begin(), out.end(), [](const Span& x, const Span& y) { return x.begin < y.begin; });
+    return out;
+}
+
+// The first pair of spans of `a` (at base pa) and `b` (at base pb, sorted
+// and disjoint) that overlap in memory; false if none.
+bool overlap(const std::vector<Span>& a, uintptr_t pa, const std::vector<Span>& b, uintptr_t pb, Span* x, Span* y) {
+    for (const Span& s : a) {
+        const uintptr_t begin = pa + s.begin, end = pa + s.end;
+        auto it =
+            std::upper_bound(b.begin(), b.end(), begin, [pb](uintptr_t v, const Span& t) { return v < pb + t.end; });
+        if (it != b.end() && pb + it->begin < end) {
+            *x = s;
+            *y = *it;
+            return true;
+        }
+    }
+    return false;
+}
+
+// This rank's own block of a side: the only one, or its rank's.
+coll::Block own_block(const coll::CollArgs& a, Side side) {
+    return a.block(side, a.per_rank(side) ? a.rank : 0);
+}
+
+// "recvcounts[3] = 5" or "sendcount 5".
+std::string own_text(const Names& n, const coll::CollArgs& a, Side side) {
+    const size_t count = own_block(a, side).count;
+    if (a.per_rank(side) && n.counts) return cat(n.counts, "[", a.rank, "] = ", count);
+    return cat(n.count ? n.count : "count", " ", count);
+}
+
+// What overflows when a side's extent does.
+std::string extent_text(const Names& n, const coll::CollArgs& a, Side side, bool in_elements) {
+    if (n.counts && !n.displs) return cat("the sum of ", n.counts);
+    if (n.counts) return cat("the end of the last block of ", n.counts, " and ", n.displs);
+    if (in_elements || a.per_rank(side)) return cat(n.count, " ", a.count, " times ", a.size, " ranks");
+    return cat(n.count, " ", a.count);
 }
 
 }  // namespace
@@ -118,39 +178,11 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
     const int rank = c->rank(), size = c->size();
     if (rule.has_root && (in.root < 0 || in.root >= size))
         return invalid(c, cat(fn, ": root ", in.root, " is out of range for ", size, " ranks"));
-    if (rule.irregular && !in.counts) return invalid(c, cat(fn, ": recvcounts is NULL"));
-
-    size_t send_elems = 0, recv_elems = 0, send_bytes = 0, recv_bytes = 0;
-    std::string what = cat("count ", in.count);
-    const size_t esize = datatype_size(dt);
-    if (!rule.elements(in, rank, size, &send_elems, &recv_elems, &what) || !mul(send_elems, esize, &send_bytes) ||
-        !mul(recv_elems, esize, &recv_bytes))
-        return invalid(c, cat(fn, ": ", what, " overflows the byte size"));
-
     const bool is_root = rule.has_root && rank == in.root;
-    const bool uses_send = rule.send == Who::Everyone || is_root;
-    const bool uses_recv = rule.recv == Who::Everyone || is_root;
-    const char* root_note = rule.has_root ? " (on the root)" : "";
-    if (uses_send && send_bytes && !in.sendbuf)
-        return invalid(c,
-                       cat(fn, ": sendbuf", rule.send == Who::Root ? root_note : "", " is NULL with a non-zero count"));
-    if (uses_recv && recv_bytes && !in.recvbuf)
-        return invalid(c,
-                       cat(fn, ": recvbuf", rule.recv == Who::Root ? root_note : "", " is NULL with a non-zero count"));
-
-    bool in_place = true;  // a send buffer that does not matter is bound to the receive buffer
-    if (uses_send && uses_recv) {
-        const char* own = static_cast<const char*>(in.recvbuf);
-        if (rule.in_place == InPlace::OwnBlock) own += static_cast<size_t>(rank) * send_bytes;
-        in_place = own == in.sendbuf && (rule.in_place == InPlace::Same || send_bytes);
-        if (!in_place && overlaps(in.sendbuf, send_bytes, in.recvbuf, recv_bytes))
-            return invalid(
-                c, cat(fn, ": sendbuf and recvbuf overlap without being the in-place form (",
-                       rule.in_place == InPlace::Same ? "sendbuf == recvbuf" : "sendbuf == recvbuf + rank * sendcount",
-                       rule.has_root ? ", on the root" : "", ")"));
-    } else if (!uses_recv) {
-        in_place = false;
-    }
+    const bool uses_send = rule.send == Who::Everyone || (rule.send == Who::Root && is_root);
+    const bool uses_recv = rule.recv == Who::Everyone || (rule.recv == Who::Root && is_root);
+    // In place as MPI_IN_PLACE for MPI_Alltoall(v): the send arguments are ignored.
+    const bool same = rule.in_place == InPlace::Same && uses_send && uses_recv && in.sendbuf == in.recvbuf;
 
     coll::CollArgs& a = call->args;
     a = coll::CollArgs{};
@@ -158,12 +190,95 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
     a.dtype = dt;
     if (rule.has_op) a.op = op;
     if (rule.has_root) a.root = in.root;
+    a.rank = rank;
     a.size = size;
-    if (rule.irregular)
-        a.counts.assign(in.counts, in.counts + size);
-    else
-        a.count = in.count;
+    a.count = in.count;
+    a.in_place = same;
+    // The arrays this rank needs, copied: they may be freed once the call returns.
+    struct Array {
+        const char* name;
+        const size_t* given;
+        std::vector<size_t>* into;
+        bool needed;
+        Who who;
+    };
+    const Array arrays[] = {
+        {rule.recv_names.counts, in.counts, &a.counts, uses_recv, rule.recv},
+        {rule.recv_names.displs, in.displs, &a.displs, uses_recv, rule.recv},
+        {rule.send_names.counts, in.send_counts, &a.send_counts, uses_send && !same && rule.send_names.own, rule.send},
+        {rule.send_names.displs, in.send_displs, &a.send_displs, uses_send && !same && rule.send_names.own, rule.send},
+    };
+    for (const Array& arr : arrays) {
+        if (!arr.name || !arr.needed) continue;
+        if (!arr.given) return invalid(c, cat(fn, ": ", arr.name, on_root(rule, arr.who), " is NULL"));
+        arr.into->assign(arr.given, arr.given + size);
+    }
+
+    // How far each buffer reaches, in elements and bytes.
+    const size_t esize = datatype_size(dt);
+    size_t extent[2] = {0, 0}, bytes[2] = {0, 0};
+    for (Side side : {Side::Send, Side::Recv}) {
+        const int k = side == Side::Send ? 0 : 1;
+        const Names& n = k == 0 ? rule.send_names : rule.recv_names;
+        std::string what;
+        if (!a.extent(side, &extent[k]))
+            what = extent_text(n, a, side, true);
+        else if (!mul(extent[k], esize, &bytes[k]))
+            what = extent_text(n, a, side, false);
+        if (!what.empty()) return invalid(c, cat(fn, ": ", what, " overflows the byte size"));
+    }
+    if (uses_send && bytes[0] && !in.sendbuf)
+        return invalid(c, cat(fn, ": sendbuf", on_root(rule, rule.send), " is NULL with a non-zero count"));
+    if (uses_recv && bytes[1] && !in.recvbuf)
+        return invalid(c, cat(fn, ": recvbuf", on_root(rule, rule.recv), " is NULL with a non-zero count"));
+
+    bool in_place = !uses_send && uses_recv;  // an unused send buffer is bound to the receive buffer
+    if (uses_send && uses_recv) {
+        const auto* sb = static_cast<const char*>(in.sendbuf);
+        const auto* rb = static_cast<const char*>(in.recvbuf);
+        switch (rule.in_place) {
+            case InPlace::Same: in_place = same; break;
+            case InPlace::OwnBlock: {
+                const coll::Block own = own_block(a, Side::Recv);
+                in_place = own.count && sb == rb + own.offset * esize;
+                break;
+            }
+            case InPlace::OwnSendBlock: {
+                const coll::Block own = own_block(a, Side::Send);
+                in_place = own.count && rb == sb + own.offset * esize;
+                break;
+            }
+            case InPlace::None: in_place = false; break;
+        }
+        // What this rank sends itself is what it receives from itself.
+        if (!in_place && own_block(a, Side::Send).count != own_block(a, Side::Recv).count)
+            return invalid(
+                c, cat(fn, ": ", own_text(rule.send_names, a, Side::Send), " but ",
+                       own_text(rule.recv_names, a, Side::Recv), " (this rank's own block: the counts must be equal)"));
+    }
     a.in_place = in_place;
+    // Displaced receive blocks must not overlap each other (send blocks may:
+    // they are only read).
+    const bool recv_displaced = uses_recv && !a.displs.empty() && a.blocks(Side::Recv) > 1;
+    const bool send_displaced = uses_send && !a.send_displs.empty() && a.blocks(Side::Send) > 1;
+    std::vector<Span> recv_spans = spans(a, Side::Recv, recv_displaced, esize, bytes[1]);
+    for (size_t i = 1; recv_displaced && i < recv_spans.size(); ++i)
+        if (recv_spans[i].begin < recv_spans[i - 1].end)
+            return invalid(c, cat(fn, ": ", rule.recv_names.counts, " and ", rule.recv_names.displs,
+                                  ": the receive blocks of ranks ", recv_spans[i - 1].rank, " and ", recv_spans[i].rank,
+                                  " overlap", on_root(rule, rule.recv)));
+    if (uses_send && uses_recv && !in_place) {
+        Span x{}, y{};
+        if (overlap(spans(a, Side::Send, send_displaced, esize, bytes[0]), reinterpret_cast<uintptr_t>(in.sendbuf),
+                    recv_spans, reinterpret_cast<uintptr_t>(in.recvbuf), &x, &y)) {
+            const char* form_text = rule.in_place == InPlace::Same       ? "sendbuf == recvbuf"
+                                    : rule.in_place == InPlace::OwnBlock ? "sendbuf == recvbuf + this rank's block"
+                                                                         : "recvbuf == sendbuf + the root's block";
+            return invalid(c, cat(fn, ": sendbuf and recvbuf overlap without being the in-place form (", form_text,
+                                  rule.has_root ? ", on the root" : "", ")"));
+        }
+    }
+
     call->recv = uses_recv ? in.recvbuf : nullptr;
     call->send = uses_send ? in.sendbuf : in.recvbuf;
     return CHORUS_SUCCESS;

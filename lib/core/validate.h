@@ -1,8 +1,10 @@
 // Argument validation for the collective entry points, from one table: per
-// collective, which arguments it has (op, root, recvcounts), whose buffers
-// matter on this rank (everyone's, or the root's only), how many elements
-// each buffer holds, and what the in-place form is. Every check happens
-// before anything is sent, so a bad argument never leaves a peer waiting.
+// collective, which arguments it has (count, op, root, the counts and
+// displacement arrays), whose buffers matter on this rank (everyone's, or
+// the root's only) and what the in-place form is. The blocks each buffer
+// holds come from the collective's own description (CollArgs::block), the
+// one the algorithms and the device mirrors use. Every check happens before
+// anything is sent, so a bad argument never leaves a peer waiting.
 #pragma once
 
 #include <cstddef>
@@ -14,14 +16,32 @@
 namespace chorus::api {
 
 // The entry points' shapes (the v form differs from the block form).
-enum class Form { Allreduce, Broadcast, Reduce, ReduceScatter, ReduceScatterV, Allgather };
+enum class Form {
+    Allreduce,
+    Broadcast,
+    Reduce,
+    ReduceScatter,
+    ReduceScatterV,
+    Allgather,
+    Allgatherv,
+    Alltoall,
+    Alltoallv,
+    Gather,
+    Gatherv,
+    Scatter,
+    Scatterv,
+    Barrier
+};
 
 // What an entry point was given.
 struct Args {
     const void* sendbuf = nullptr;
     void* recvbuf = nullptr;
-    size_t count = 0;                // count, sendcount or recvcount
-    const size_t* counts = nullptr;  // recvcounts of the v forms
+    size_t count = 0;                     // count, sendcount or recvcount
+    const size_t* counts = nullptr;       // recvcounts of the v forms
+    const size_t* displs = nullptr;       // their displacements (displs, rdispls)
+    const size_t* send_counts = nullptr;  // sendcounts (scatterv, alltoallv)
+    const size_t* send_displs = nullptr;  // their displacements (displs, sdispls)
     int datatype = 0;
     int op = 0;
     int root = 0;
