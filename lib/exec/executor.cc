@@ -69,6 +69,7 @@ Executor::~Executor() { abort(); }
 
 void Executor::abort() {
     for (auto& f : inflight_) transport_.cancel(f.handle);
+    if (!inflight_.empty()) transport_.wait_cancelled();
     // Nothing queued on the device may still write into buffers that go
     // back to their pools.
     if ((dev_.on_device && !finished_) || queued_head_ < queued_.size()) dev_.device->drain();
@@ -328,6 +329,14 @@ bool Executor::may_post(StepId s, StepKind kind, int inflight) const {
         for (size_t i = queued_head_; i < queued_.size(); ++i)
             if (queued_[i].phase == Phase::StagedOut && queued_[i].step < s) return false;
     return true;
+}
+
+std::vector<int> Executor::waiting_peers() const {
+    std::vector<int> peers;
+    for (const auto& f : inflight_) peers.push_back(sched_->steps()[f.step].peer);
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    return peers;
 }
 
 std::string Executor::pending_summary() const {

@@ -64,6 +64,8 @@ public:
     void abort();
     // Transfers still pending, for timeout messages: "recv from 3 (step 7)".
     std::string pending_summary() const;
+    // The distinct peers of the transfers in flight, in rank order.
+    std::vector<int> waiting_peers() const;
     // Number of steps completed so far (progress indicator for timeouts).
     size_t completed() const { return completed_; }
 

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace chorus::net {
 
@@ -26,8 +27,11 @@ public:
     virtual Handle recv(int peer, Tag tag, void* buf, size_t bytes) = 0;
     // True when the transfer is complete (the handle is then released).
     virtual bool test(Handle handle) = 0;
-    // Abandon a transfer that will not complete (after a failure).
+    // Abandon a transfer that will not complete (after a failure). The
+    // handle is released; wait_cancelled() then waits (a bounded time) until
+    // the transport touches the abandoned transfers' buffers no more.
     virtual void cancel(Handle handle) = 0;
+    virtual void wait_cancelled() {}
     // Move data; returns true if anything happened.
     virtual bool progress() = 0;
     // An operation has ended here: do the protocol work a peer may still be
@@ -47,7 +51,21 @@ public:
     virtual size_t host_only_max() const { return 0; }
     // Name for messages: "ucx", "loopback".
     virtual const char* name() const = 0;
+
+    // Notices: a short text (at most kMaxNotice bytes) that one rank sends
+    // another outside any operation, such as a failure every rank must learn
+    // of at once. notify() never blocks and never throws; a notice that
+    // cannot be delivered is dropped. poll_notice() returns one that has
+    // arrived, with its sender.
+    virtual void notify(int peer, const std::string& notice) = 0;
+    virtual bool poll_notice(int* source, std::string* notice) = 0;
+    // Progress the notices sent so far until they have left (a connection
+    // may have to be made first), for at most `ms` milliseconds: this rank
+    // may not come back to the library for a long time.
+    virtual void flush_notices(int ms) { (void)ms; }
 };
+
+constexpr size_t kMaxNotice = 1024;
 
 // Wire tags: the source rank, the operation's sequence number and the
 // algorithm's own tag for the message, so that concurrent operations on one
@@ -56,6 +74,14 @@ constexpr int kTagSourceBits = 20;
 constexpr int kTagSeqBits = 16;
 constexpr int kTagStepBits = 28;
 constexpr int kMaxRanks = 1 << kTagSourceBits;
+
+// The sequence number that no operation uses: the tag of notices.
+constexpr uint64_t kNoticeSeq = (uint64_t(1) << kTagSeqBits) - 1;
+// Operations are numbered in order, skipping the notices' number.
+inline uint64_t next_operation_seq(uint64_t seq) {
+    ++seq;
+    return (seq & kNoticeSeq) == kNoticeSeq ? seq + 1 : seq;
+}
 
 inline Tag make_tag(int source, uint64_t seq, uint32_t step_tag) {
     return (static_cast<Tag>(source) << (kTagSeqBits + kTagStepBits)) |

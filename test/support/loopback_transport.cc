@@ -17,7 +17,7 @@ struct Slot {
 };
 
 LoopbackHub::LoopbackHub(int size, bool rendezvous)
-    : size_(size), rendezvous_(rendezvous), boxes_(size), dead_(size, false) {}
+    : size_(size), rendezvous_(rendezvous), boxes_(size), notices_(size), dead_(size, false) {}
 
 void LoopbackHub::kill(int rank) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -36,8 +36,7 @@ bool LoopbackHub::dead(int rank) const {
     return dead_[rank];
 }
 
-LoopbackTransport::LoopbackTransport(std::shared_ptr<LoopbackHub> hub, int rank)
-    : hub_(std::move(hub)), rank_(rank) {}
+LoopbackTransport::LoopbackTransport(std::shared_ptr<LoopbackHub> hub, int rank) : hub_(std::move(hub)), rank_(rank) {}
 
 LoopbackTransport::~LoopbackTransport() {
     // Drop receives this rank still had posted; their slots belong to handles
@@ -91,8 +90,10 @@ Handle LoopbackTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
         box.unexpected.erase(it);
         return slot.release();
     }
-    if (hub_->dead_[peer]) slot->failed = true;
-    else box.posted.push_back({peer, tag, buf, bytes, slot.get()});
+    if (hub_->dead_[peer])
+        slot->failed = true;
+    else
+        box.posted.push_back({peer, tag, buf, bytes, slot.get()});
     return slot.release();
 }
 
@@ -112,8 +113,7 @@ bool LoopbackTransport::test(Handle handle) {
     lock.unlock();
     delete slot;
     if (got != expected)
-        fail(CHORUS_ERR_MISMATCH, "loopback: message from rank ", peer, " has ", got,
-             " bytes, expected ", expected);
+        fail(CHORUS_ERR_MISMATCH, "loopback: message from rank ", peer, " has ", got, " bytes, expected ", expected);
     return true;
 }
 
@@ -134,6 +134,21 @@ void LoopbackTransport::cancel(Handle handle) {
                 if (u.sender == slot) u.sender = nullptr;
     }
     delete slot;
+}
+
+void LoopbackTransport::notify(int peer, const std::string& notice) {
+    std::lock_guard<std::mutex> lock(hub_->mutex_);
+    if (!hub_->dead_[peer]) hub_->notices_[peer].emplace_back(rank_, notice.substr(0, kMaxNotice));
+}
+
+bool LoopbackTransport::poll_notice(int* source, std::string* notice) {
+    std::lock_guard<std::mutex> lock(hub_->mutex_);
+    auto& q = hub_->notices_[rank_];
+    if (q.empty()) return false;
+    *source = q.front().first;
+    *notice = std::move(q.front().second);
+    q.pop_front();
+    return true;
 }
 
 }  // namespace chorus::net

@@ -14,6 +14,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "net/transport.h"
@@ -62,6 +63,7 @@ private:
     bool rendezvous_;
     mutable std::mutex mutex_;
     std::vector<Mailbox> boxes_;
+    std::vector<std::deque<std::pair<int, std::string>>> notices_;
     std::vector<bool> dead_;
     std::function<bool(const void*)> is_device_;
     bool direct_ = false;
@@ -79,6 +81,8 @@ public:
     void cancel(Handle handle) override;
     bool progress() override { return false; }
     const char* name() const override { return "loopback"; }
+    void notify(int peer, const std::string& notice) override;
+    bool poll_notice(int* source, std::string* notice) override;
     bool device_memory() const override { return hub_->direct_; }
 
 private:

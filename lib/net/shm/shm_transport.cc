@@ -10,8 +10,9 @@
 #include <cstring>
 #include <new>
 
-#include "base/log.h"
 #include "base/error.h"
+#include "base/log.h"
+#include "net/host.h"
 
 namespace chorus::net {
 
@@ -23,7 +24,7 @@ struct SlotHeader {
     std::atomic<uint32_t> full;  // 1 while it holds a fragment the receiver has not taken
     uint32_t bytes;              // of this fragment
     Tag tag;
-    uint64_t total;              // of the whole message
+    uint64_t total;  // of the whole message
 };
 static_assert(sizeof(SlotHeader) == 24, "slot header is 24 bytes");
 constexpr size_t kSlotBytes = 64 + ShmTransport::kSlotPayload;  // whole cache lines
@@ -32,7 +33,9 @@ constexpr size_t kRingBytes = kSlotBytes * ShmTransport::kSlots;
 SlotHeader* slot_at(void* ring, uint64_t n) {
     return reinterpret_cast<SlotHeader*>(static_cast<char*>(ring) + (n % ShmTransport::kSlots) * kSlotBytes);
 }
-char* payload(SlotHeader* h) { return reinterpret_cast<char*>(h + 1); }
+char* payload(SlotHeader* h) {
+    return reinterpret_cast<char*>(h + 1);
+}
 
 }  // namespace
 
@@ -47,7 +50,9 @@ struct ShmTransport::Request {
     Handle inner;
 };
 
-size_t ShmTransport::segment_bytes(int local) { return kRingBytes * static_cast<size_t>(local); }
+size_t ShmTransport::segment_bytes(int local) {
+    return kRingBytes * static_cast<size_t>(local);
+}
 
 void ShmTransport::init_segment(void* mem, int local) {
     for (int j = 0; j < local; ++j)
@@ -104,8 +109,10 @@ ShmTransport::Request* ShmTransport::new_request() {
 }
 
 void ShmTransport::free_request(Request* r) {
-    if (spare_.size() < 256) spare_.push_back(r);
-    else delete r;
+    if (spare_.size() < 256)
+        spare_.push_back(r);
+    else
+        delete r;
 }
 
 Handle ShmTransport::wrap(Handle inner, int peer) {
@@ -346,22 +353,20 @@ void ShmTransport::check_peers() {
     for (int s : local_sources_) {
         Peer& p = peers_[s];
         if (p.dead || p.pid <= 0 || (p.posted.empty() && p.waiting_sends.empty())) continue;
-        if (kill(p.pid, 0) != 0 && errno == ESRCH) p.dead = true;
+        if (process_gone(p.pid)) p.dead = true;
     }
 }
 
 std::unique_ptr<Transport> ShmTransport::create(Bootstrap& boot, std::unique_ptr<Transport> inner, size_t eager_bytes) {
     if (eager_bytes == 0) return inner;
     const int n = inner->size(), me = inner->rank();
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    std::vector<std::string> who = boot.allgather(cat(getpid(), " ", host));
+    // Ranks with the same host identity (net/host.h) share memory.
+    std::vector<std::string> who = boot.allgather(cat(getpid(), " ", host_identity()));
     std::vector<int> local_index(n, -1), pids(n, 0);
     int local = 0;
-    std::string my_host = who[me].substr(who[me].find(' ') + 1);
+    const std::string mine_id = who[me].substr(who[me].find(' ') + 1);
     for (int r = 0; r < n; ++r) {
-        size_t sp = who[r].find(' ');
-        if (who[r].substr(sp + 1) != my_host) continue;
+        if (who[r].compare(who[r].find(' ') + 1, std::string::npos, mine_id) != 0) continue;
         local_index[r] = local++;
         pids[r] = std::atoi(who[r].c_str());
     }
@@ -378,8 +383,13 @@ std::unique_ptr<Transport> ShmTransport::create(Bootstrap& boot, std::unique_ptr
     if (fd < 0) {
         why = cat("shm_open ", name, ": ", std::strerror(errno));
     } else {
-        if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) why = cat("ftruncate: ", std::strerror(errno));
-        else mine = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        // Reserve the pages now: on a full /dev/shm a segment sized by
+        // ftruncate alone dies with SIGBUS at its first touch.
+        int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+        if (err != 0)
+            why = cat("reserving ", bytes, " bytes in /dev/shm: ", std::strerror(err));
+        else
+            mine = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (why.empty() && mine == MAP_FAILED) why = cat("mmap: ", std::strerror(errno));
         close(fd);
     }
@@ -397,8 +407,10 @@ std::unique_ptr<Transport> ShmTransport::create(Bootstrap& boot, std::unique_ptr
             int pfd = shm_open(names[r].c_str(), O_RDWR, 0);
             void* m = pfd < 0 ? MAP_FAILED : mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0);
             if (pfd >= 0) close(pfd);
-            if (m == MAP_FAILED) why = cat("mapping rank ", r, "'s segment: ", std::strerror(errno));
-            else segments[r] = m;
+            if (m == MAP_FAILED)
+                why = cat("mapping rank ", r, "'s segment: ", std::strerror(errno));
+            else
+                segments[r] = m;
         }
         mapped_bytes[r] = bytes;
     }
@@ -407,8 +419,9 @@ std::unique_ptr<Transport> ShmTransport::create(Bootstrap& boot, std::unique_ptr
     // so nothing is left behind whatever happens later.
     if (fd >= 0) shm_unlink(name.c_str());
     if (!all_ok) {
-        if (!why.empty()) log(LogLevel::Warn, me, "shared memory for small messages unavailable (", why,
-                              "); every message goes through ", inner->name());
+        if (!why.empty())
+            log(LogLevel::Warn, me, "shared memory for small messages unavailable (", why,
+                "); every message goes through ", inner->name());
         for (int r = 0; r < n; ++r)
             if (segments[r]) munmap(segments[r], bytes);
         if (mine != MAP_FAILED && !segments[me]) munmap(mine, bytes);

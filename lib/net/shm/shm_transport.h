@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "net/bootstrap.h"
+#include "net/bootstrap.h"
 #include "net/transport.h"
 
 namespace chorus::net {
@@ -64,6 +65,7 @@ public:
     Handle recv(int peer, Tag tag, void* buf, size_t bytes) override;
     bool test(Handle handle) override;
     void cancel(Handle handle) override;
+    void wait_cancelled() override { inner_->wait_cancelled(); }
     bool progress() override;
     void check_peers() override;
     void settle() override;
@@ -71,6 +73,10 @@ public:
     bool device_memory() const override { return inner_->device_memory(); }
     size_t host_only_max() const override { return eager_; }
     const char* name() const override { return inner_->name(); }
+    // Notices go through the inner transport.
+    void notify(int peer, const std::string& notice) override { inner_->notify(peer, notice); }
+    bool poll_notice(int* source, std::string* notice) override { return inner_->poll_notice(source, notice); }
+    void flush_notices(int ms) override { inner_->flush_notices(ms); }
 
 private:
     struct Request;
