@@ -231,6 +231,44 @@ chorus_result_t chorus_allgather(const void* sendbuf, void* recvbuf, size_t send
 chorus_result_t chorus_iallgather(const void* sendbuf, void* recvbuf, size_t sendcount, chorus_datatype_t datatype,
                                   chorus_comm_t comm, void* stream, chorus_request_t* request);
 
+/* ------------------------------------------------------------------------
+ * Memory and settings, for tools built on Chorus (the MPI interposer
+ * libchorus_mpi.so is one). None of these is collective.
+ * ------------------------------------------------------------------------ */
+
+/* Memory kinds, as Chorus tells them apart per pointer. */
+typedef enum {
+    CHORUS_MEMORY_HOST = 0,        /* ordinary host memory (malloc, stack, ...) */
+    CHORUS_MEMORY_PINNED_HOST = 1, /* page-locked host memory registered with CUDA */
+    CHORUS_MEMORY_DEVICE = 2,      /* CUDA device memory */
+    CHORUS_MEMORY_MANAGED = 3      /* CUDA managed (unified) memory */
+} chorus_memory_kind_t;
+
+/* What kind of memory `ptr` points into. NULL, memory CUDA does not know,
+ * and every pointer of a library built without CUDA or of a process that
+ * holds no CUDA context are CHORUS_MEMORY_HOST; in those cases no CUDA call
+ * is made. */
+chorus_result_t chorus_memory_kind(const void* ptr, chorus_memory_kind_t* kind);
+
+/* Copy `bytes` from `src` to `dst`, whatever memory either is in, and return
+ * once the copy is complete. Device memory is copied on CUDA's legacy default
+ * stream; a copy between host buffers is a plain memcpy. The two ranges must
+ * not overlap. A CUDA failure (or device memory without a usable GPU) is
+ * CHORUS_ERR_CUDA. */
+chorus_result_t chorus_memcpy(void* dst, const void* src, size_t bytes);
+
+/* 1 if this library was built with CUDA (device buffers work wherever a GPU
+ * is present), 0 otherwise. */
+int chorus_has_cuda(void);
+
+/* The value that a communicator created now would use for the setting
+ * `name` (a CHORUS_* variable, see README), as Chorus prints it: the default
+ * when the variable is unset. *value stays valid until the next call of this
+ * function on the same thread. A bad value in the environment returns
+ * CHORUS_ERR_CONFIG (chorus_comm_last_error(NULL) names the variable and the
+ * value); a name Chorus does not know, CHORUS_ERR_INVALID_ARGUMENT. */
+chorus_result_t chorus_setting(const char* name, const char** value);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

@@ -23,7 +23,7 @@
 #include "bench_types.h"
 #include "chorus.h"
 #include "cuda/cuda_runtime_api.h"
-#include "status.h"
+#include "base/error.h"
 
 namespace {
 

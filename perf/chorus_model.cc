@@ -16,9 +16,9 @@
 #include "coll/algorithm.h"
 #include "coll/cost_model.h"
 #include "coll/selector.h"
-#include "config.h"
-#include "host_reducer.h"
-#include "status.h"
+#include "core/config.h"
+#include "reduce/datatype.h"
+#include "base/error.h"
 
 using namespace chorus;
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "emulated_device.h"
-#include "host_reducer.h"
+#include "reduce/host_reducer.h"
 #include "loopback_driver.h"
 #include "reference.h"
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "communicator.h"
-#include "net/loopback_transport.h"
+#include "core/communicator.h"
+#include "loopback_transport.h"
 
 namespace test {
 
@@ -29,8 +29,7 @@ struct LoopbackGroup {
         for (int r = 0; r < n; ++r) {
             std::unique_ptr<chorus::net::Transport> t = std::make_unique<chorus::net::LoopbackTransport>(hub, r);
             if (wrap) t = wrap(std::move(t));
-            comms.push_back(std::make_unique<chorus::Communicator>(std::move(t), config, MPI_COMM_NULL,
-                                                                   device ? device() : nullptr));
+            comms.push_back(std::make_unique<chorus::Communicator>(std::move(t), config, device ? device() : nullptr));
         }
     }
     int size() const { return static_cast<int>(comms.size()); }

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "chorus.h"
-#include "half.h"
+#include "reduce/half.h"
 #include "seeds.h"
 
 namespace ref {

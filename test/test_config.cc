@@ -1,7 +1,7 @@
 // CHORUS_* settings: parsing, defaults and errors that name the variable.
 #include <catch2/catch.hpp>
 
-#include "config.h"
+#include "core/config.h"
 
 using chorus::Config;
 using chorus::Error;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cuda/cuda_runtime_api.h"
-#include "status.h"
+#include "base/error.h"
 
 using namespace chorus;
 

@@ -43,7 +43,7 @@
 #include "cuda/cuda_runtime_api.h"
 #include "mpi_test_util.h"
 #include "reference.h"
-#include "status.h"
+#include "base/error.h"
 
 namespace gpu = chorus::gpu;
 

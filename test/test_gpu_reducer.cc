@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "cuda/cuda_runtime_api.h"
-#include "host_reducer.h"
-#include "status.h"
+#include "reduce/host_reducer.h"
+#include "base/error.h"
 
 using namespace chorus;
 

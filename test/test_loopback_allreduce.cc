@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "host_reducer.h"
+#include "reduce/host_reducer.h"
 #include "loopback_driver.h"
 #include "reference.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "collective_check.h"
-#include "config.h"
+#include "core/config.h"
 
 using chorus::coll::Collective;
 using test::MemKind;

@@ -18,8 +18,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "half.h"
-#include "host_reducer.h"
+#include "reduce/half.h"
+#include "reduce/host_reducer.h"
 
 using chorus::BFloat16;
 using chorus::Half;

@@ -3,9 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include "coll/algorithm.h"
-#include "executor.h"
-#include "net/loopback_transport.h"
-#include "status.h"
+#include "exec/executor.h"
+#include "loopback_transport.h"
+#include "base/error.h"
 
 using namespace chorus;
 

@@ -5,7 +5,7 @@
 
 #include "coll/cost_model.h"
 #include "coll/selector.h"
-#include "config.h"
+#include "core/config.h"
 
 using namespace chorus;
 using namespace chorus::coll;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "collective_check.h"
-#include "net/shm_transport.h"
+#include "net/shm/shm_transport.h"
 
 using chorus::coll::Collective;
 using chorus::net::LoopbackHub;

@@ -1,7 +1,7 @@
 #include "coll/algorithm.h"
 
-#include "host_reducer.h"
-#include "status.h"
+#include "reduce/datatype.h"
+#include "base/error.h"
 
 namespace chorus::coll {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "chorus.h"
-#include "schedule.h"
+#include "exec/schedule.h"
 
 namespace chorus::coll {
 

@@ -7,8 +7,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "host_reducer.h"
-#include "status.h"
+#include "reduce/datatype.h"
+#include "base/error.h"
 
 namespace chorus::coll {
 

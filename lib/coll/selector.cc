@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "host_reducer.h"
-#include "status.h"
+#include "reduce/datatype.h"
+#include "base/error.h"
 
 namespace chorus::coll {
 

@@ -9,7 +9,7 @@
 
 #include "coll/algorithm.h"
 #include "coll/partition.h"
-#include "host_reducer.h"
+#include "reduce/datatype.h"
 
 namespace chorus::coll {
 

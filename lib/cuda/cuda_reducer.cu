@@ -33,9 +33,9 @@
 #include <utility>
 
 #include "cuda/cuda_runtime_api.h"
-#include "half.h"
-#include "ops.h"
-#include "status.h"
+#include "reduce/half.h"
+#include "reduce/ops.h"
+#include "base/error.h"
 
 namespace chorus {
 namespace gpu {
@@ -305,7 +305,7 @@ struct TypeOf<CHORUS_FLOAT64> {
     using type = double;
 };
 
-// The same rule as op_supported (host_reducer.cc): the arithmetic operators
+// The same rule as op_supported (reduce/datatype.cc): the arithmetic operators
 // on every type, the rest on integer types only.
 template <typename T>
 constexpr bool pair_supported(int op) {

@@ -79,7 +79,7 @@ void free_managed(void* p) noexcept;
 void copy_async(void* dst, const void* src, size_t bytes, void* stream);
 
 // dst[i] = a[i] op b[i] for i < count, queued on `stream`: the same results,
-// bit for bit, as host_reduce (lib/host_reducer.h). dst may be exactly a
+// bit for bit, as host_reduce (lib/reduce/host_reducer.h). dst may be exactly a
 // and/or b but must not partially overlap either; AVG reduces as SUM. All
 // three pointers must be device-accessible. A (dt, op) pair that host_reduce
 // does not support throws CHORUS_ERR_UNSUPPORTED.

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "cuda/cuda_runtime_api.h"
-#include "status.h"
+#include "base/error.h"
 
 namespace chorus {
 namespace gpu {

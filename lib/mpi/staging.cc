@@ -5,9 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cuda/cuda_runtime_api.h"
 #include "interposer.h"
-#include "status.h"
 
 namespace chorus_mpi {
 
@@ -21,8 +19,9 @@ bool special(const void* p) {
 // what MPI reads anyway.
 bool needs_staging(const void* p) {
     if (special(p)) return false;
-    const chorus::gpu::MemKind k = chorus::gpu::memory_kind(p);
-    return k == chorus::gpu::MemKind::Device || k == chorus::gpu::MemKind::Managed;
+    chorus_memory_kind_t k = CHORUS_MEMORY_HOST;
+    chorus_memory_kind(p, &k);
+    return k == CHORUS_MEMORY_DEVICE || k == CHORUS_MEMORY_MANAGED;
 }
 
 }  // namespace
@@ -59,19 +58,14 @@ void* HostStaging::view(const void* buf, size_t count, MPI_Datatype type, bool r
     r.write = write;
     r.host = static_cast<char*>(std::malloc(r.bytes));
     if (!r.host) {
-        error_ = chorus::cat("cannot allocate ", r.bytes, " bytes of host memory");
+        error_ = "cannot allocate " + std::to_string(r.bytes) + " bytes of host memory";
         return as_is;
     }
     regions_.push_back(r);
     // An output with gaps keeps the bytes in its gaps: copied in too.
     const bool dense = r.bytes == count * static_cast<size_t>(size);
-    try {
-        if (read || (write && !dense)) {
-            chorus::gpu::copy_async(r.host, r.user, r.bytes, nullptr);
-            chorus::gpu::synchronize_stream(nullptr);
-        }
-    } catch (const chorus::Error& e) {
-        error_ = e.what();
+    if ((read || (write && !dense)) && chorus_memcpy(r.host, r.user, r.bytes) != CHORUS_SUCCESS) {
+        error_ = chorus_comm_last_error(nullptr);
         return as_is;
     }
     return r.host - lo;
@@ -79,17 +73,11 @@ void* HostStaging::view(const void* buf, size_t count, MPI_Datatype type, bool r
 
 bool HostStaging::finish() {
     if (failed()) return false;
-    try {
-        bool any = false;
-        for (const Region& r : regions_) {
-            if (!r.write) continue;
-            chorus::gpu::copy_async(r.user, r.host, r.bytes, nullptr);
-            any = true;
+    for (const Region& r : regions_) {
+        if (r.write && chorus_memcpy(r.user, r.host, r.bytes) != CHORUS_SUCCESS) {
+            error_ = chorus_comm_last_error(nullptr);
+            return false;
         }
-        if (any) chorus::gpu::synchronize_stream(nullptr);
-    } catch (const chorus::Error& e) {
-        error_ = e.what();
-        return false;
     }
     return true;
 }

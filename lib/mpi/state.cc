@@ -7,7 +7,6 @@
 #include <cstring>
 #include <mutex>
 
-#include "cuda/cuda_runtime_api.h"
 #include "interposer.h"
 
 namespace chorus_mpi {
@@ -17,19 +16,19 @@ namespace {
 thread_local int t_inside = 0;
 
 struct State {
-    std::mutex mutex;                 // first-call initialization, error codes
-    std::atomic<bool> ready{false};   // settings read
+    std::mutex mutex;                   // first-call initialization, error codes
+    std::atomic<bool> ready{false};     // settings read
     std::atomic<bool> finished{false};  // torn down: everything passes through
     Policy policy = Policy::All;
     std::string policy_text = "all";
-    std::string bad_policy;           // the message for Policy::Bad
-    bool multiple = false;            // MPI_THREAD_MULTIPLE was provided
-    bool log_info = false;            // CHORUS_LOG=info or debug
+    std::string bad_policy;  // the message for Policy::Bad
+    bool multiple = false;   // MPI_THREAD_MULTIPLE was provided
+    bool log_info = false;   // CHORUS_LOG=info or debug
     int world_rank = 0;
     std::atomic<unsigned long long> intercepted[kNumFns] = {};
     std::atomic<unsigned long long> passed[kNumFns] = {};
     int error_class = -1;
-    int error_codes[16] = {};         // per chorus_result_t, 0 until first used
+    int error_codes[16] = {};  // per chorus_result_t, 0 until first used
 };
 
 State& state() {
@@ -41,33 +40,27 @@ void log_line(const char* level, const std::string& text) {
     std::fprintf(stderr, "[chorus %s rank %d] %s\n", level, state().world_rank, text.c_str());
 }
 
-// Read CHORUS_MPI_INTERCEPT. Unset or empty means the default, "all".
+// The policy, as the library reads CHORUS_MPI_INTERCEPT (default "all").
 void read_policy(State& s) {
-    const char* v = std::getenv("CHORUS_MPI_INTERCEPT");
-    std::string text = v ? v : "";
-    if (text.empty() || text == "all") {
-        s.policy = Policy::All;
-        s.policy_text = "all";
-    } else if (text == "device") {
-        s.policy = Policy::Device;
-        s.policy_text = text;
-    } else if (text == "none") {
-        s.policy = Policy::None;
-        s.policy_text = text;
-    } else {
+    const char* v = "";
+    if (chorus_setting("CHORUS_MPI_INTERCEPT", &v) != CHORUS_SUCCESS) {
         s.policy = Policy::Bad;
-        s.policy_text = text;
-        s.bad_policy = "CHORUS_MPI_INTERCEPT='" + text +
-                       "' is not a valid setting (expected all, device or none); the call was not run";
+        s.bad_policy = std::string(chorus_comm_last_error(nullptr)) + "; the call was not run";
+        s.policy_text = "(invalid)";
+        return;
     }
+    s.policy_text = v;
+    s.policy = s.policy_text == "device" ? Policy::Device : s.policy_text == "none" ? Policy::None : Policy::All;
 }
 
 void initialize(State& s) {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.ready.load()) return;
     read_policy(s);
-    const char* log = std::getenv("CHORUS_LOG");
-    s.log_info = log && (std::strcmp(log, "info") == 0 || std::strcmp(log, "debug") == 0);
+    // A bad CHORUS_LOG fails the first communicator's creation instead.
+    const char* log = "";
+    s.log_info = chorus_setting("CHORUS_LOG", &log) == CHORUS_SUCCESS &&
+                 (std::strcmp(log, "info") == 0 || std::strcmp(log, "debug") == 0);
     int provided = MPI_THREAD_SINGLE;
     PMPI_Query_thread(&provided);
     s.multiple = provided == MPI_THREAD_MULTIPLE;
@@ -75,7 +68,7 @@ void initialize(State& s) {
     init_comms();
     if (s.log_info && s.world_rank == 0) {
         std::string note;
-        if (s.policy == Policy::Device && !chorus::gpu::built_with_cuda())
+        if (s.policy == Policy::Device && !chorus_has_cuda())
             note = ": this build handles host memory only, so no call is run through Chorus";
         else if (s.policy == Policy::None)
             note = ": every call goes to MPI";
@@ -101,9 +94,15 @@ const char* fn_name(Fn fn) {
     return "?";
 }
 
-InsideChorus::InsideChorus() { ++t_inside; }
-InsideChorus::~InsideChorus() { --t_inside; }
-bool inside_chorus() { return t_inside > 0; }
+InsideChorus::InsideChorus() {
+    ++t_inside;
+}
+InsideChorus::~InsideChorus() {
+    --t_inside;
+}
+bool inside_chorus() {
+    return t_inside > 0;
+}
 
 Gate open_gate(Fn fn, MPI_Comm comm, int* error) {
     if (t_inside > 0) return Gate::Quiet;
@@ -120,22 +119,24 @@ Gate open_gate(Fn fn, MPI_Comm comm, int* error) {
         case Policy::Bad:
             *error = raise_error(comm, CHORUS_ERR_CONFIG, std::string(fn_name(fn)) + ": " + s.bad_policy);
             return Gate::Refused;
-        case Policy::None:
-            return Gate::Pass;
+        case Policy::None: return Gate::Pass;
         case Policy::Device:
             // Any call may carry device buffers, and ranks must decide alike:
             // a build with CUDA takes every eligible call (as `all`), one
             // without, none.
-            if (!chorus::gpu::built_with_cuda()) return Gate::Pass;
+            if (!chorus_has_cuda()) return Gate::Pass;
             break;
-        case Policy::All:
-            break;
+        case Policy::All: break;
     }
     return s.multiple ? Gate::Pass : Gate::Chorus;
 }
 
-void count_intercepted(Fn fn) { state().intercepted[fn].fetch_add(1, std::memory_order_relaxed); }
-void count_passed(Fn fn) { state().passed[fn].fetch_add(1, std::memory_order_relaxed); }
+void count_intercepted(Fn fn) {
+    state().intercepted[fn].fetch_add(1, std::memory_order_relaxed);
+}
+void count_passed(Fn fn) {
+    state().passed[fn].fetch_add(1, std::memory_order_relaxed);
+}
 
 int raise_error(MPI_Comm comm, chorus_result_t result, const std::string& message) {
     State& s = state();
@@ -166,7 +167,9 @@ int raise_error(MPI_Comm comm, chorus_result_t result, const std::string& messag
     return code;
 }
 
-bool torn_down() { return state().finished.load(); }
+bool torn_down() {
+    return state().finished.load();
+}
 
 void teardown() {
     State& s = state();
@@ -178,8 +181,8 @@ void teardown() {
         in += s.intercepted[f].load();
         out += s.passed[f].load();
     }
-    log_line("info", "MPI interposer statistics (rank 0, CHORUS_MPI_INTERCEPT=" + s.policy_text + "): " +
-                         std::to_string(in) + " calls intercepted, " + std::to_string(out) + " passed through");
+    log_line("info", "MPI interposer statistics (rank 0, CHORUS_MPI_INTERCEPT=" + s.policy_text +
+                         "): " + std::to_string(in) + " calls intercepted, " + std::to_string(out) + " passed through");
     for (int f = 0; f < kNumFns; ++f) {
         char line[160];
         std::snprintf(line, sizeof line, "  %s: %llu intercepted, %llu passed through", fn_name(static_cast<Fn>(f)),

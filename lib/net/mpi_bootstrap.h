@@ -1,21 +1,31 @@
-// What Chorus asks of MPI: exchange blobs of different lengths, and wait for
-// every rank while another transport keeps making progress (a rank blocked
-// in a plain MPI call would starve a peer that waits on it over UCX).
+// The bootstrap over MPI: a private duplicate of the application's
+// communicator, so that Chorus's own traffic never matches the program's.
 #pragma once
-
-#include <functional>
-#include <string>
-#include <vector>
 
 #include <mpi.h>
 
+#include "net/bootstrap.h"
+
 namespace chorus::net {
 
-// Every rank contributes `mine`; returns every rank's blob, by rank.
-std::vector<std::string> allgather_blobs(MPI_Comm comm, const std::string& mine);
+class MpiBootstrap final : public Bootstrap {
+public:
+    // Collective over `comm`: duplicates it.
+    explicit MpiBootstrap(MPI_Comm comm);
+    ~MpiBootstrap() override;
+    MpiBootstrap(const MpiBootstrap&) = delete;
+    MpiBootstrap& operator=(const MpiBootstrap&) = delete;
 
-// A barrier that calls `progress` while it waits.
-void barrier_with_progress(MPI_Comm comm, const std::function<void()>& progress);
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    std::vector<std::string> allgather(const std::string& mine) override;
+    bool all(bool mine) override;
+    void barrier(const std::function<void()>& progress) override;
+
+private:
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    int rank_ = 0, size_ = 0;
+};
 
 // Turn an MPI error code into an Error(CHORUS_ERR_TRANSPORT) naming `what`.
 void check_mpi(int rc, const char* what);

@@ -1,0 +1,278 @@
+// The C API: handle checks, argument validation (validate.cc), and the
+// mapping of C++ errors to chorus_result_t. No exception leaves this file.
+#include <new>
+
+#include "base/log.h"
+#include "chorus.h"
+#include "core/communicator.h"
+#include "core/handles.h"
+#include "core/validate.h"
+
+using chorus::Communicator;
+using chorus::Error;
+using chorus::Operation;
+using chorus::api::Form;
+
+namespace {
+
+// Run `body`, turning exceptions into a result code and a last-error message
+// stored on `comm` (or the thread when there is none).
+template <typename F>
+chorus_result_t guarded(Communicator* comm, F&& body) {
+    try {
+        return body();
+    } catch (const Error& e) {
+        return chorus::api::report(comm, e.code(), e.what());
+    } catch (const std::bad_alloc&) {
+        return chorus::api::report(comm, CHORUS_ERR_OUT_OF_MEMORY, "out of memory");
+    } catch (const std::exception& e) {
+        return chorus::api::report(comm, CHORUS_ERR_INTERNAL, chorus::cat("internal error: ", e.what()));
+    } catch (...) {
+        return chorus::api::report(comm, CHORUS_ERR_INTERNAL, "internal error: unknown exception");
+    }
+}
+
+chorus_result_t invalid(Communicator* comm, const std::string& message) {
+    return chorus::api::report(comm, CHORUS_ERR_INVALID_ARGUMENT, message);
+}
+
+// The live communicator of `handle`, or null with the message recorded.
+Communicator* live(chorus_comm_t handle, const char* fn) {
+    Communicator* c = chorus::api::find_comm(handle);
+    if (!c)
+        invalid(nullptr, chorus::cat(fn, ": comm is ", handle ? "not a live communicator" : "NULL",
+                                     " (destroyed, or never created)"));
+    return c;
+}
+
+// Every collective entry point: look up, validate, then start the call, and
+// wait for it unless `request` is given (the nonblocking twins).
+chorus_result_t collective(Form form, const char* fn, const chorus::api::Args& in, chorus_comm_t handle, void* stream,
+                           bool nonblocking, chorus_request_t* request) {
+    Communicator* c = live(handle, fn);
+    if (!c) return CHORUS_ERR_INVALID_ARGUMENT;
+    if (nonblocking) {
+        if (!request) return invalid(c, chorus::cat(fn, ": request (output) is NULL"));
+        *request = nullptr;
+    }
+    chorus::api::Call call;
+    chorus_result_t rc = chorus::api::validate(form, fn, c, in, &call);
+    if (rc != CHORUS_SUCCESS) return rc;
+    return guarded(c, [&] {
+        if (!nonblocking) return c->run(call.args, call.send, call.recv, stream);
+        Operation* o = c->start(call.args, call.send, call.recv, stream);
+        *request = chorus::api::add_request(handle, o);
+        return CHORUS_SUCCESS;
+    });
+}
+
+chorus::api::Args args(const void* sendbuf, void* recvbuf, size_t count, int datatype, int op = 0, int root = 0,
+                       const size_t* counts = nullptr) {
+    return chorus::api::Args{sendbuf, recvbuf, count, counts, datatype, op, root};
+}
+
+// The request's communicator and operation, or an error.
+chorus_result_t find(chorus_request_t request, const char* fn, Communicator** c, Operation** op) {
+    std::string why;
+    if (!chorus::api::find_request(request, c, op, &why)) return invalid(nullptr, chorus::cat(fn, ": ", why));
+    return CHORUS_SUCCESS;
+}
+
+chorus_result_t finish(chorus_request_t request, Communicator* c, Operation* op) {
+    chorus::api::remove_request(request);
+    chorus_result_t rc = c->release(op);
+    if (rc != CHORUS_SUCCESS) chorus::api::thread_error() = c->last_error();
+    return rc;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* chorus_get_error_string(chorus_result_t result) {
+    switch (result) {
+        case CHORUS_SUCCESS: return "success";
+        case CHORUS_ERR_INVALID_ARGUMENT: return "invalid argument";
+        case CHORUS_ERR_UNSUPPORTED: return "unsupported";
+        case CHORUS_ERR_OUT_OF_MEMORY: return "out of memory";
+        case CHORUS_ERR_TRANSPORT: return "transport error";
+        case CHORUS_ERR_CUDA: return "CUDA error";
+        case CHORUS_ERR_TIMEOUT: return "timed out";
+        case CHORUS_ERR_PEER_FAILED: return "peer failed";
+        case CHORUS_ERR_COMM_FAILED: return "communicator failed";
+        case CHORUS_ERR_MISMATCH: return "arguments mismatch across ranks";
+        case CHORUS_ERR_INTERNAL: return "internal error";
+        case CHORUS_ERR_CONFIG: return "bad CHORUS_* setting";
+    }
+    return "unknown result code";
+}
+
+const char* chorus_comm_last_error(chorus_comm_t comm) {
+    if (!comm) return chorus::api::thread_error().c_str();
+    Communicator* c = chorus::api::find_comm(comm);
+    if (!c) {
+        chorus::api::thread_error() = "chorus_comm_last_error: comm is not a live communicator";
+        return chorus::api::thread_error().c_str();
+    }
+    return c->last_error().c_str();
+}
+
+chorus_result_t chorus_comm_create(MPI_Comm mpi_comm, chorus_comm_t* comm) {
+    if (!comm) return invalid(nullptr, "chorus_comm_create: comm (output) is NULL");
+    *comm = nullptr;
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (!initialized || finalized)
+        return invalid(nullptr, "chorus_comm_create: MPI is not initialized (or already finalized)");
+    if (mpi_comm == MPI_COMM_NULL) return invalid(nullptr, "chorus_comm_create: mpi_comm is MPI_COMM_NULL");
+    int inter = 0;
+    MPI_Comm_test_inter(mpi_comm, &inter);
+    if (inter)
+        return chorus::api::report(nullptr, CHORUS_ERR_UNSUPPORTED,
+                                   "chorus_comm_create: intercommunicators are not supported");
+    return guarded(nullptr, [&] {
+        chorus::Config config = chorus::Config::from_env();
+        chorus::set_log_level(config.log_level);
+        *comm = chorus::api::add_comm(Communicator::create_mpi(mpi_comm, config));
+        return CHORUS_SUCCESS;
+    });
+}
+
+chorus_result_t chorus_comm_destroy(chorus_comm_t comm) {
+    std::unique_ptr<Communicator> owned = chorus::api::remove_comm(comm);
+    if (!owned) {
+        live(comm, "chorus_comm_destroy");  // records why
+        return CHORUS_ERR_INVALID_ARGUMENT;
+    }
+    return guarded(nullptr, [&] {
+        owned.reset();
+        return CHORUS_SUCCESS;
+    });
+}
+
+chorus_result_t chorus_comm_abort(chorus_comm_t comm) {
+    Communicator* c = live(comm, "chorus_comm_abort");
+    if (!c) return CHORUS_ERR_INVALID_ARGUMENT;
+    c->abort("chorus_comm_abort was called");
+    return CHORUS_SUCCESS;
+}
+
+chorus_result_t chorus_comm_rank(chorus_comm_t comm, int* rank) {
+    Communicator* c = live(comm, "chorus_comm_rank");
+    if (!c) return CHORUS_ERR_INVALID_ARGUMENT;
+    if (!rank) return invalid(c, "chorus_comm_rank: rank (output) is NULL");
+    *rank = c->rank();
+    return CHORUS_SUCCESS;
+}
+
+chorus_result_t chorus_comm_size(chorus_comm_t comm, int* size) {
+    Communicator* c = live(comm, "chorus_comm_size");
+    if (!c) return CHORUS_ERR_INVALID_ARGUMENT;
+    if (!size) return invalid(c, "chorus_comm_size: size (output) is NULL");
+    *size = c->size();
+    return CHORUS_SUCCESS;
+}
+
+chorus_result_t chorus_allreduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                                 chorus_op_t op, chorus_comm_t comm, void* stream) {
+    return collective(Form::Allreduce, "chorus_allreduce", args(sendbuf, recvbuf, count, datatype, op), comm, stream,
+                      false, nullptr);
+}
+
+chorus_result_t chorus_iallreduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                                  chorus_op_t op, chorus_comm_t comm, void* stream, chorus_request_t* request) {
+    return collective(Form::Allreduce, "chorus_iallreduce", args(sendbuf, recvbuf, count, datatype, op), comm, stream,
+                      true, request);
+}
+
+chorus_result_t chorus_broadcast(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
+                                 chorus_comm_t comm, void* stream) {
+    return collective(Form::Broadcast, "chorus_broadcast", args(sendbuf, recvbuf, count, datatype, 0, root), comm,
+                      stream, false, nullptr);
+}
+
+chorus_result_t chorus_ibroadcast(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                                  int root, chorus_comm_t comm, void* stream, chorus_request_t* request) {
+    return collective(Form::Broadcast, "chorus_ibroadcast", args(sendbuf, recvbuf, count, datatype, 0, root), comm,
+                      stream, true, request);
+}
+
+chorus_result_t chorus_reduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                              chorus_op_t op, int root, chorus_comm_t comm, void* stream) {
+    return collective(Form::Reduce, "chorus_reduce", args(sendbuf, recvbuf, count, datatype, op, root), comm, stream,
+                      false, nullptr);
+}
+
+chorus_result_t chorus_ireduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                               chorus_op_t op, int root, chorus_comm_t comm, void* stream, chorus_request_t* request) {
+    return collective(Form::Reduce, "chorus_ireduce", args(sendbuf, recvbuf, count, datatype, op, root), comm, stream,
+                      true, request);
+}
+
+chorus_result_t chorus_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount, chorus_datatype_t datatype,
+                                      chorus_op_t op, chorus_comm_t comm, void* stream) {
+    return collective(Form::ReduceScatter, "chorus_reduce_scatter", args(sendbuf, recvbuf, recvcount, datatype, op),
+                      comm, stream, false, nullptr);
+}
+
+chorus_result_t chorus_ireduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount, chorus_datatype_t datatype,
+                                       chorus_op_t op, chorus_comm_t comm, void* stream, chorus_request_t* request) {
+    return collective(Form::ReduceScatter, "chorus_ireduce_scatter", args(sendbuf, recvbuf, recvcount, datatype, op),
+                      comm, stream, true, request);
+}
+
+chorus_result_t chorus_reduce_scatterv(const void* sendbuf, void* recvbuf, const size_t* recvcounts,
+                                       chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm, void* stream) {
+    return collective(Form::ReduceScatterV, "chorus_reduce_scatterv",
+                      args(sendbuf, recvbuf, 0, datatype, op, 0, recvcounts), comm, stream, false, nullptr);
+}
+
+chorus_result_t chorus_ireduce_scatterv(const void* sendbuf, void* recvbuf, const size_t* recvcounts,
+                                        chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm, void* stream,
+                                        chorus_request_t* request) {
+    return collective(Form::ReduceScatterV, "chorus_ireduce_scatterv",
+                      args(sendbuf, recvbuf, 0, datatype, op, 0, recvcounts), comm, stream, true, request);
+}
+
+chorus_result_t chorus_allgather(const void* sendbuf, void* recvbuf, size_t sendcount, chorus_datatype_t datatype,
+                                 chorus_comm_t comm, void* stream) {
+    return collective(Form::Allgather, "chorus_allgather", args(sendbuf, recvbuf, sendcount, datatype), comm, stream,
+                      false, nullptr);
+}
+
+chorus_result_t chorus_iallgather(const void* sendbuf, void* recvbuf, size_t sendcount, chorus_datatype_t datatype,
+                                  chorus_comm_t comm, void* stream, chorus_request_t* request) {
+    return collective(Form::Allgather, "chorus_iallgather", args(sendbuf, recvbuf, sendcount, datatype), comm, stream,
+                      true, request);
+}
+
+chorus_result_t chorus_test(chorus_request_t request, int* done) {
+    if (!done) return invalid(nullptr, "chorus_test: done (output) is NULL");
+    *done = 0;
+    Communicator* c = nullptr;
+    Operation* op = nullptr;
+    chorus_result_t rc = find(request, "chorus_test", &c, &op);
+    if (rc != CHORUS_SUCCESS) return rc;
+    rc = guarded(c, [&] {
+        *done = c->progress(op) ? 1 : 0;
+        return CHORUS_SUCCESS;
+    });
+    if (rc != CHORUS_SUCCESS || !*done) return rc;
+    return finish(request, c, op);
+}
+
+chorus_result_t chorus_wait(chorus_request_t request) {
+    Communicator* c = nullptr;
+    Operation* op = nullptr;
+    chorus_result_t rc = find(request, "chorus_wait", &c, &op);
+    if (rc != CHORUS_SUCCESS) return rc;
+    rc = guarded(c, [&] {
+        c->wait(op);
+        return CHORUS_SUCCESS;
+    });
+    if (rc != CHORUS_SUCCESS) return rc;
+    return finish(request, c, op);
+}
+
+}  // extern "C"

@@ -1,0 +1,73 @@
+// Every CHORUS_* environment variable, parsed in one place from one table
+// (config.cc): each setting's name, how it is parsed, how it prints, and
+// whether it changes what ranks do on the wire. A Config is read once per
+// communicator (at chorus_comm_create) and passed explicitly; no other code
+// reads the environment. A bad value is an error that names the variable; an
+// unknown CHORUS_* variable is reported as a warning (a typo otherwise goes
+// unnoticed).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/log.h"
+#include "coll/cost_model.h"
+
+namespace chorus {
+
+// libchorus_mpi's policy (CHORUS_MPI_INTERCEPT).
+enum class InterceptPolicy { All, Device, None };
+
+struct Config {
+    LogLevel log_level = LogLevel::Warn;      // CHORUS_LOG
+    size_t chunk_bytes = 256 * 1024;          // CHORUS_CHUNK_BYTES: pipeline chunk
+    int window = 16;                          // CHORUS_WINDOW: transfers in flight per operation
+    uint64_t timeout_ms = 300000;             // CHORUS_TIMEOUT_MS: 0 = never time out
+    std::map<std::string, std::string> algo;  // CHORUS_ALGO: collective -> algorithm name
+    int spin_before_yield = -1;               // CHORUS_SPIN: idle polls before yielding; -1 = auto
+    bool peer_errors = false;                 // CHORUS_PEER_ERRORS: UCX's own peer failure detection
+    bool check = false;                       // CHORUS_CHECK: compare arguments across ranks first
+    size_t shm_eager_bytes = 32768;           // CHORUS_SHM_EAGER: largest message through Chorus's shared memory
+    bool always_stage = false;                // CHORUS_STAGING=always: stage device buffers even if UCX has CUDA
+    InterceptPolicy intercept = InterceptPolicy::All;  // CHORUS_MPI_INTERCEPT
+    coll::CostParams cost;                             // CHORUS_COST_*
+
+    // Parse from the process environment. Throws Error(CHORUS_ERR_CONFIG).
+    static Config from_env();
+    // Parse from an explicit list of NAME=VALUE strings (used by tests).
+    static Config from_strings(const std::vector<std::string>& env);
+
+    // Forced algorithm for a collective, or "" for automatic selection.
+    std::string forced_algo(const std::string& collective) const;
+    // One line with every setting, for CHORUS_LOG=debug.
+    std::string describe() const;
+    // Names of CHORUS_* variables seen in the environment but not known.
+    std::vector<std::string> unknown;
+};
+
+// One known setting.
+struct Setting {
+    const char* name;
+    // Changes the protocol (what ranks send, in which pieces, with which
+    // algorithm): must be the same on every rank.
+    bool protocol;
+    void (*parse)(Config& c, const std::string& name, const std::string& value);
+    std::string (*show)(const Config& c);
+};
+const std::vector<Setting>& settings();
+// The setting called `name`, or null.
+const Setting* find_setting(const std::string& name);
+// How the environment sets `s` (its default when unset), as it prints.
+// Throws Error(CHORUS_ERR_CONFIG) for a bad value.
+std::string setting_from_env(const Setting& s);
+
+// Valid algorithm names per collective, for CHORUS_ALGO validation.
+const std::map<std::string, std::vector<std::string>>& known_algorithms();
+
+// "64K", "1M", "2G", "4096" -> bytes. Throws on malformed input.
+size_t parse_bytes(const std::string& text, const std::string& variable);
+
+}  // namespace chorus

@@ -1,0 +1,36 @@
+// One collective in flight on a communicator: its arguments, the schedule it
+// runs, the executor running it, and its buffers.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "chorus.h"
+#include "coll/algorithm.h"
+#include "exec/executor.h"
+#include "exec/schedule.h"
+
+namespace chorus {
+
+struct Operation {
+    uint64_t seq = 0;
+    coll::CollArgs args;
+    const char* algorithm = "";
+    std::shared_ptr<const Schedule> schedule;
+    std::unique_ptr<Executor> executor;
+    void* scratch = nullptr;
+    // Device-side operation: scratch and mirrors come from the device pool.
+    bool on_device = false;
+    // Device copies of host user buffers in a device-side operation.
+    void* mirrors[2] = {nullptr, nullptr};  // send, receive
+    size_t mirror_bytes = 0;                // of the receive buffer's mirror
+    bool finished = false;
+    chorus_result_t result = CHORUS_SUCCESS;
+    std::string error;
+    size_t last_completed = 0;
+    std::chrono::steady_clock::time_point last_change;
+};
+
+}  // namespace chorus

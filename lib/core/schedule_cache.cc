@@ -1,0 +1,69 @@
+#include "core/schedule_cache.h"
+
+#include "base/log.h"
+
+namespace chorus {
+
+namespace {
+constexpr size_t kMaxCachedSchedules = 256;
+
+bool same_shape(const coll::CollArgs& a, const coll::CollArgs& b) {
+    return a.coll == b.coll && a.count == b.count && a.dtype == b.dtype && a.op == b.op && a.root == b.root &&
+           a.in_place == b.in_place && a.counts == b.counts;
+}
+}  // namespace
+
+ScheduleCache::ScheduleCache(const Config& config, const coll::CostParams& cost, bool log_choices)
+    : selector_(cost), log_choices_(log_choices) {
+    for (int c = 0; c < coll::kNumCollectives; ++c) {
+        auto coll = static_cast<coll::Collective>(c);
+        std::string name = config.forced_algo(coll::collective_name(coll));
+        forced_.push_back(name.empty() ? nullptr : &coll::find_algorithm(coll, name));
+    }
+}
+
+size_t ScheduleCache::KeyHash::operator()(const Key& k) const {
+    uint64_t h = reinterpret_cast<uintptr_t>(k.algo);
+    auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+    mix(k.count);
+    mix(static_cast<uint64_t>(k.dtype) << 32 | static_cast<uint32_t>(k.op));
+    mix(static_cast<uint64_t>(k.root) << 1 | static_cast<uint64_t>(k.in_place));
+    for (size_t c : k.counts) mix(c);
+    return static_cast<size_t>(h);
+}
+
+const coll::Algorithm& ScheduleCache::choose(const coll::CollArgs& args) {
+    if (const coll::Algorithm* forced = forced_[static_cast<size_t>(args.coll)]) return *forced;
+    bool fresh = false;
+    const coll::Choice& c = selector_.choose(args, &fresh);
+    if (fresh && log_choices_ && log_level() >= LogLevel::Info) {
+        std::string line;
+        for (const auto& [algo, us] : c.predictions) line += cat(" ", algo->name, "=", us, "us");
+        log(LogLevel::Info, args.rank, coll::collective_name(args.coll), " of ~", c.model_bytes, " bytes on ",
+            args.size, " ranks: ", c.algorithm->name, " (predicted:", line, ")");
+    }
+    return *c.algorithm;
+}
+
+std::shared_ptr<const Schedule> ScheduleCache::schedule(const coll::CollArgs& a, const coll::Algorithm& algo) {
+    // Chunk size and depth are the communicator's, fixed for its life.
+    Key key{&algo, a.count, a.dtype, a.op, a.root, a.in_place ? 1 : 0, a.counts};
+    auto it = schedules_.find(key);
+    if (it != schedules_.end()) return it->second;
+    std::shared_ptr<const Schedule> s = algo.build(a);
+    if (schedules_.size() >= kMaxCachedSchedules) schedules_.clear();
+    schedules_.emplace(std::move(key), s);
+    return s;
+}
+
+Plan ScheduleCache::plan(const coll::CollArgs& args) {
+    // Repeated calls of one shape (the common case in a time-step loop)
+    // skip the selector and the schedule cache.
+    if (last_.schedule && same_shape(last_args_, args)) return last_;
+    const coll::Algorithm& algo = choose(args);
+    last_ = Plan{&algo, schedule(args, algo)};
+    last_args_ = args;
+    return last_;
+}
+
+}  // namespace chorus

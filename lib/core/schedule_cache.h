@@ -1,0 +1,61 @@
+// Which algorithm runs a call and the schedule it runs, computed once per
+// shape: CHORUS_ALGO's forced choices, the selector's cached choices, the
+// schedules built so far, and the last call's shape (a steady loop of one
+// call skips the rest). Everything here depends only on arguments every rank
+// agrees on and on the configuration.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "coll/algorithm.h"
+#include "coll/selector.h"
+#include "core/config.h"
+#include "exec/schedule.h"
+
+namespace chorus {
+
+struct Plan {
+    const coll::Algorithm* algo = nullptr;
+    std::shared_ptr<const Schedule> schedule;
+};
+
+class ScheduleCache {
+public:
+    // `log_choices`: print each fresh choice (CHORUS_LOG=info), on one rank.
+    ScheduleCache(const Config& config, const coll::CostParams& cost, bool log_choices);
+
+    // The plan for a call (args.rank, size, chunk_bytes and depth filled in).
+    Plan plan(const coll::CollArgs& args);
+    // The schedule of a given algorithm for these arguments.
+    std::shared_ptr<const Schedule> schedule(const coll::CollArgs& args, const coll::Algorithm& algo);
+
+private:
+    const coll::Algorithm& choose(const coll::CollArgs& args);
+
+    struct Key {
+        const coll::Algorithm* algo;
+        size_t count;
+        int dtype, op, root, in_place;
+        std::vector<size_t> counts;
+        bool operator==(const Key& o) const {
+            return algo == o.algo && count == o.count && dtype == o.dtype && op == o.op && root == o.root &&
+                   in_place == o.in_place && counts == o.counts;
+        }
+    };
+    struct KeyHash {
+        size_t operator()(const Key& k) const;
+    };
+
+    coll::Selector selector_;
+    bool log_choices_;
+    // CHORUS_ALGO, resolved once per collective (nullptr: choose).
+    std::vector<const coll::Algorithm*> forced_;
+    std::unordered_map<Key, std::shared_ptr<const Schedule>, KeyHash> schedules_;
+    // The last call's shape and plan.
+    coll::CollArgs last_args_;
+    Plan last_;
+};
+
+}  // namespace chorus

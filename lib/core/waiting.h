@@ -1,0 +1,55 @@
+// How a rank waits. A blocking call progresses every operation in flight;
+// while nothing moves it spins, then yields the CPU, then naps, so ranks that
+// outnumber cores do not starve each other. Every 1024 idle polls it reads
+// the clock (never on the way of a call that makes progress) to look for
+// dead peers and operations that made no progress for CHORUS_TIMEOUT_MS.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/operation.h"
+#include "net/transport.h"
+
+namespace chorus {
+
+class Waiter {
+public:
+    // `local_ranks`: ranks of the communicator on this host.
+    Waiter(const Config& config, int local_ranks);
+
+    // After a pass over the operations in flight (`moved`: some step
+    // completed). True when the idle checks are due.
+    bool after_pass(bool moved);
+    // One turn of a waiting loop that has made `idle` passes without
+    // progress: nothing, a yield, or a nap.
+    void pause(unsigned idle) const;
+    // Whether the last pass moved (a waiting loop restarts its count).
+    bool just_moved() const { return idle_polls_ == 0; }
+
+private:
+    unsigned idle_polls_ = 0;
+    unsigned spin_ = 64;  // idle polls before yielding
+};
+
+// Idle checks over the operations in flight: stamps when each became idle,
+// asks the transport to look for dead peers after a quarter second without
+// progress, and reports operations idle for longer than the timeout.
+class Watchdog {
+public:
+    explicit Watchdog(uint64_t timeout_ms) : timeout_ms_(timeout_ms) {}
+    // A moved operation's idle time restarts at the next check.
+    static void moved(std::vector<std::unique_ptr<Operation>>& ops);
+    void check(std::vector<std::unique_ptr<Operation>>& ops, net::Transport& transport,
+               const std::function<void(Operation&, const std::string&)>& timed_out);
+
+private:
+    uint64_t timeout_ms_;
+    std::chrono::steady_clock::time_point last_peer_check_;
+};
+
+}  // namespace chorus

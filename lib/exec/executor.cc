@@ -1,0 +1,354 @@
+#include "exec/executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "reduce/host_reducer.h"
+#include "base/error.h"
+
+namespace chorus {
+
+static_assert(kStepTagBits == net::kTagStepBits, "schedule tags must fit the wire tag");
+
+namespace {
+const char* kind_name(StepKind k) {
+    switch (k) {
+        case StepKind::Send: return "send to";
+        case StepKind::Recv: return "recv from";
+        case StepKind::Reduce: return "reduce";
+        case StepKind::Copy: return "copy";
+        case StepKind::Divide: return "divide";
+    }
+    return "?";
+}
+void heap_push(std::vector<StepId>& h, StepId s) {
+    h.push_back(s);
+    std::push_heap(h.begin(), h.end(), std::greater<StepId>());
+}
+StepId heap_pop(std::vector<StepId>& h) {
+    std::pop_heap(h.begin(), h.end(), std::greater<StepId>());
+    StepId s = h.back();
+    h.pop_back();
+    return s;
+}
+}  // namespace
+
+Executor::Executor(const Schedule& schedule, net::Transport& transport, Buffers buffers, uint64_t seq,
+                   int window, DeviceUse device)
+    : sched_(&schedule), transport_(transport), window_(window) {
+    reset(schedule, buffers, seq, device);
+}
+
+void Executor::reset(const Schedule& schedule, Buffers buffers, uint64_t seq, DeviceUse device) {
+    abort();
+    sched_ = &schedule;
+    buffers_ = buffers;
+    seq_ = seq;
+    dev_ = device;
+    completed_ = 0;
+    finished_ = false;
+    final_mark_ = 0;
+    ready_send_.clear();
+    ready_recv_.clear();
+    ready_local_.clear();
+    final_copies_.clear();
+    if (!sched_->finalized()) fail(CHORUS_ERR_INTERNAL, "executor: schedule was not finalized");
+    if ((dev_.on_device || dev_.gate) && !dev_.device) fail(CHORUS_ERR_INTERNAL, "executor: device work without a device");
+    if (dev_.on_device && !dev_.direct && !dev_.staging)
+        fail(CHORUS_ERR_INTERNAL, "executor: device buffers without staging buffers");
+    const auto& steps = sched_->steps();
+    remaining_.resize(steps.size());
+    for (StepId s = 0; s < steps.size(); ++s) {
+        remaining_[s] = sched_->ndeps(s);
+        if (remaining_[s] == 0) make_ready(s);
+    }
+}
+
+Executor::~Executor() { abort(); }
+
+void Executor::abort() {
+    for (auto& f : inflight_) transport_.cancel(f.handle);
+    // Nothing queued on the device may still write into buffers that go
+    // back to their pools.
+    if ((dev_.on_device && !finished_) || queued_head_ < queued_.size()) dev_.device->drain();
+    for (auto& f : inflight_) release_slot(f.slot);
+    for (size_t i = queued_head_; i < queued_.size(); ++i) release_slot(queued_[i].slot);
+    inflight_.clear();
+    queued_.clear();
+    queued_head_ = 0;
+    sends_inflight_ = recvs_inflight_ = 0;
+}
+
+void Executor::release_slot(void* slot) {
+    if (slot) dev_.staging->release(slot);
+}
+
+char* Executor::resolve(Region r) const {
+    switch (r.buf) {
+        case Buf::Send: return const_cast<char*>(static_cast<const char*>(buffers_.send)) + r.offset;
+        case Buf::Recv: return static_cast<char*>(buffers_.recv) + r.offset;
+        case Buf::Scratch: return static_cast<char*>(buffers_.scratch) + r.offset;
+    }
+    return nullptr;
+}
+
+void Executor::make_ready(StepId s) {
+    switch (sched_->steps()[s].kind) {
+        case StepKind::Send: heap_push(ready_send_, s); break;
+        case StepKind::Recv: heap_push(ready_recv_, s); break;
+        default: ready_local_.push_back(s); break;
+    }
+}
+
+void Executor::finish(StepId s) {
+    ++completed_;
+    const uint32_t* out = sched_->dependents_of(s);
+    for (uint32_t i = 0, n = sched_->ndependents(s); i < n; ++i)
+        if (--remaining_[out[i]] == 0) make_ready(out[i]);
+}
+
+// A local step's work: done at once on the CPU, or queued on the device
+// (the caller then makes the mark).
+void Executor::run_local(StepId s) {
+    const Step& st = sched_->steps()[s];
+    const bool dev = dev_.on_device;
+    char* dst = resolve(st.dst);
+    switch (st.kind) {
+        case StepKind::Reduce:
+            if (dev) dev_.device->reduce(sched_->dtype(), sched_->op(), dst, resolve(st.src), resolve(st.src2), st.count);
+            else host_reduce(sched_->dtype(), sched_->op(), dst, resolve(st.src), resolve(st.src2), st.count);
+            break;
+        case StepKind::Copy: {
+            char* src = resolve(st.src);
+            if (dst == src) break;
+            if (dev) dev_.device->copy(dst, src, st.bytes);
+            else std::memcpy(dst, src, st.bytes);
+            break;
+        }
+        case StepKind::Divide:
+            if (dev) dev_.device->divide(sched_->dtype(), dst, st.count, sched_->divisor());
+            else host_divide(sched_->dtype(), dst, st.count, sched_->divisor());
+            break;
+        default: fail(CHORUS_ERR_INTERNAL, "executor: step ", s, " is not local");
+    }
+}
+
+void Executor::drain_local() {
+    if (!dev_.on_device) {
+        while (!ready_local_.empty()) {
+            StepId s = ready_local_.back();
+            ready_local_.pop_back();
+            run_local(s);
+            finish(s);
+        }
+        return;
+    }
+    if (ready_local_.empty()) return;
+    // One mark for everything queued now: the stream runs it in order.
+    size_t first = queued_.size();
+    for (StepId s : ready_local_) {
+        try {
+            run_local(s);
+        } catch (const Error& e) {
+            rethrow_with_context(s, e);
+        }
+        queued_.push_back({s, 0, Phase::Local, nullptr});
+    }
+    ready_local_.clear();
+    uint64_t m = dev_.device->mark();
+    for (size_t i = first; i < queued_.size(); ++i) queued_[i].mark = m;
+}
+
+void Executor::rethrow_with_context(StepId s, const Error& e) const {
+    const Step& st = sched_->steps()[s];
+    throw Error(e.code(), cat(e.what(), " [operation #", seq_, ", step ", s, ": ", kind_name(st.kind), " rank ",
+                              st.peer, ", ", st.bytes, " bytes, tag ", st.tag, "]"));
+}
+
+void Executor::post_send(StepId s, const void* src, void* slot) {
+    const Step& st = sched_->steps()[s];
+    net::Handle h = transport_.send(st.peer, net::make_tag(sched_->rank(), seq_, st.tag), src, st.bytes);
+    if (!h) {
+        release_slot(slot);
+        --sends_inflight_;
+        finish(s);
+        return;
+    }
+    inflight_.push_back({s, h, slot});
+}
+
+void Executor::post(StepId s) {
+    const Step& st = sched_->steps()[s];
+    bool staged = dev_.on_device && (!dev_.direct || st.bytes <= transport_.host_only_max());
+    void* slot = nullptr;  // staging buffer, until something else holds it
+    try {
+        if (staged) slot = dev_.staging->acquire(st.bytes);
+        if (st.kind == StepKind::Send) {
+            ++sends_inflight_;
+            if (staged) {
+                // Onto the wire once the device has copied it out.
+                dev_.device->copy(slot, resolve(st.src), st.bytes);
+                queued_.push_back({s, dev_.device->mark(), Phase::StagedOut, slot});
+            } else {
+                post_send(s, resolve(st.src), nullptr);
+            }
+            return;
+        }
+        ++recvs_inflight_;
+        net::Handle h = transport_.recv(st.peer, net::make_tag(st.peer, seq_, st.tag), staged ? slot : resolve(st.dst),
+                                        st.bytes);
+        InFlight f{s, h, slot};
+        if (h) inflight_.push_back(f);
+        else transfer_done(f);
+    } catch (const Error& e) {
+        // The failing call took no ownership of the staging buffer.
+        bool held = false;
+        for (const auto& f : inflight_) held = held || f.slot == slot;
+        for (size_t i = queued_head_; i < queued_.size(); ++i) held = held || queued_[i].slot == slot;
+        if (!held) release_slot(slot);
+        rethrow_with_context(s, e);
+    }
+}
+
+// A transfer has left or arrived.
+void Executor::transfer_done(const InFlight& f) {
+    const Step& st = sched_->steps()[f.step];
+    if (st.kind == StepKind::Send) {
+        --sends_inflight_;
+        release_slot(f.slot);
+        finish(f.step);
+        return;
+    }
+    --recvs_inflight_;
+    if (!f.slot) {
+        finish(f.step);
+        return;
+    }
+    dev_.device->copy(resolve(st.dst), f.slot, st.bytes);
+    queued_.push_back({f.step, dev_.device->mark(), Phase::StagedIn, f.slot});
+}
+
+void Executor::queued_done(const Queued& q) {
+    switch (q.phase) {
+        case Phase::Local: finish(q.step); break;
+        case Phase::StagedOut: post_send(q.step, q.slot, q.slot); break;
+        case Phase::StagedIn:
+            release_slot(q.slot);
+            finish(q.step);
+            break;
+    }
+}
+
+bool Executor::progress() {
+    if (finished_) return true;
+    if (dev_.gate) {
+        if (!dev_.device->done(dev_.gate)) return false;
+        dev_.gate = 0;
+    }
+    if (final_mark_) {
+        finished_ = dev_.device->done(final_mark_);
+        return finished_;
+    }
+    transport_.progress();
+    for (size_t i = 0; i < inflight_.size();) {
+        InFlight f = inflight_[i];
+        bool complete;
+        try {
+            complete = transport_.test(f.handle);
+        } catch (const Error& e) {
+            inflight_[i] = inflight_.back();
+            inflight_.pop_back();
+            release_slot(f.slot);
+            rethrow_with_context(f.step, e);
+        }
+        if (!complete) {
+            ++i;
+            continue;
+        }
+        inflight_[i] = inflight_.back();
+        inflight_.pop_back();
+        try {
+            transfer_done(f);
+        } catch (const Error& e) {
+            release_slot(f.slot);
+            rethrow_with_context(f.step, e);
+        }
+    }
+    while (queued_head_ < queued_.size() && dev_.device->done(queued_[queued_head_].mark)) {
+        Queued q = queued_[queued_head_++];
+        try {
+            queued_done(q);
+        } catch (const Error& e) {
+            rethrow_with_context(q.step, e);
+        }
+    }
+    if (queued_head_ == queued_.size()) {
+        queued_.clear();
+        queued_head_ = 0;
+    }
+    // Local work first: it may make transfers ready. Receives are posted
+    // before sends so that data arriving finds its buffer waiting.
+    for (;;) {
+        drain_local();
+        bool posted = false;
+        while (!ready_recv_.empty() && may_post(ready_recv_.front(), StepKind::Recv, recvs_inflight_)) {
+            post(heap_pop(ready_recv_));
+            posted = true;
+        }
+        while (!ready_send_.empty() && may_post(ready_send_.front(), StepKind::Send, sends_inflight_)) {
+            post(heap_pop(ready_send_));
+            posted = true;
+        }
+        if (!posted && ready_local_.empty()) break;
+    }
+    if (completed_ < sched_->steps().size()) return false;
+    if (final_copies_.empty()) {
+        finished_ = true;
+        return true;
+    }
+    for (const auto& c : final_copies_) dev_.device->copy(c.dst, c.src, c.bytes);
+    final_mark_ = dev_.device->mark();
+    finished_ = dev_.device->done(final_mark_);
+    return finished_;
+}
+
+// Within the window, anything goes. Beyond it, a transfer that comes earlier
+// in the schedule than every transfer of its kind in flight still goes: the
+// window may have filled with later transfers that were ready first, and if
+// the earliest one had to wait for them, two ranks could each wait on the
+// other (a send window full of messages the peer cannot receive yet, while
+// the peer waits for a message still queued behind them).
+bool Executor::may_post(StepId s, StepKind kind, int inflight) const {
+    if (inflight < window_) return true;
+    for (const auto& f : inflight_)
+        if (f.step < s && sched_->steps()[f.step].kind == kind) return false;
+    // Sends still being staged are in flight too.
+    if (kind == StepKind::Send)
+        for (size_t i = queued_head_; i < queued_.size(); ++i)
+            if (queued_[i].phase == Phase::StagedOut && queued_[i].step < s) return false;
+    return true;
+}
+
+std::string Executor::pending_summary() const {
+    std::string out;
+    int shown = 0;
+    for (const auto& f : inflight_) {
+        if (shown++ == 8) {
+            out += cat(", ... (", inflight_.size(), " in all)");
+            break;
+        }
+        const Step& st = sched_->steps()[f.step];
+        out += cat(out.empty() ? "" : ", ", kind_name(st.kind), " rank ", st.peer, " (step ", f.step, ")");
+    }
+    size_t staging = 0, device_steps = 0;
+    for (size_t i = queued_head_; i < queued_.size(); ++i)
+        (queued_[i].phase == Phase::Local ? device_steps : staging)++;
+    if (staging) out += cat(out.empty() ? "" : ", ", staging, " transfers being staged");
+    if (device_steps) out += cat(out.empty() ? "" : ", ", device_steps, " steps queued on the device");
+    if (dev_.gate) out += cat(out.empty() ? "" : ", ", "waiting for the caller's stream");
+    if (out.empty()) out = "no transfer in flight";
+    return cat(out, "; ", completed_, " of ", sched_->steps().size(), " steps done");
+}
+
+}  // namespace chorus

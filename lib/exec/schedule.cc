@@ -1,0 +1,137 @@
+#include "exec/schedule.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace chorus {
+
+Schedule::Schedule(chorus_datatype_t dtype, chorus_op_t op, int rank, int size)
+    : dtype_(dtype), op_(op), rank_(rank), size_(size) {}
+
+StepId Schedule::add(Step step, Deps deps) {
+    StepId id = static_cast<StepId>(steps_.size());
+    step.dep_begin = static_cast<uint32_t>(deps_.size());
+    for (StepId d : deps) {
+        if (d >= id) fail(CHORUS_ERR_INTERNAL, "schedule: step ", id, " depends on later step ", d);
+        deps_.push_back(d);
+    }
+    step.dep_end = static_cast<uint32_t>(deps_.size());
+    steps_.push_back(step);
+    return id;
+}
+
+static void check_transfer(int peer, int size, uint32_t tag, size_t bytes) {
+    if (peer < 0 || peer >= size || tag > kMaxStepTag || bytes == 0)
+        fail(CHORUS_ERR_INTERNAL, "schedule: bad transfer (peer ", peer, ", tag ", tag, ", ", bytes, " bytes)");
+}
+
+StepId Schedule::send(int peer, uint32_t tag, Region src, size_t bytes, Deps deps) {
+    check_transfer(peer, size_, tag, bytes);
+    Step s{StepKind::Send};
+    s.peer = peer;
+    s.tag = tag;
+    s.src = src;
+    s.bytes = bytes;
+    return add(s, deps);
+}
+
+StepId Schedule::recv(int peer, uint32_t tag, Region dst, size_t bytes, Deps deps) {
+    check_transfer(peer, size_, tag, bytes);
+    Step s{StepKind::Recv};
+    s.peer = peer;
+    s.tag = tag;
+    s.dst = dst;
+    s.bytes = bytes;
+    return add(s, deps);
+}
+
+StepId Schedule::reduce(Region dst, Region a, Region b, size_t count, Deps deps) {
+    Step s{StepKind::Reduce};
+    s.dst = dst;
+    s.src = a;
+    s.src2 = b;
+    s.count = count;
+    return add(s, deps);
+}
+
+StepId Schedule::copy(Region dst, Region src, size_t bytes, Deps deps) {
+    Step s{StepKind::Copy};
+    s.dst = dst;
+    s.src = src;
+    s.bytes = bytes;
+    return add(s, deps);
+}
+
+StepId Schedule::divide(Region dst, size_t count, int divisor, Deps deps) {
+    Step s{StepKind::Divide};
+    s.dst = dst;
+    s.count = count;
+    divisor_ = divisor;
+    return add(s, deps);
+}
+
+void Schedule::add_dep(StepId step, StepId dep) {
+    if (dep >= step) fail(CHORUS_ERR_INTERNAL, "schedule: step ", step, " depends on later step ", dep);
+    late_deps_.emplace_back(step, dep);
+}
+
+std::vector<StepId> Schedule::all_steps() const {
+    std::vector<StepId> all(steps_.size());
+    for (StepId s = 0; s < all.size(); ++s) all[s] = s;
+    return all;
+}
+
+void Schedule::finalize() {
+    if (finalized_) return;
+    finalized_ = true;
+    if (!late_deps_.empty()) {
+        // Rebuild the dependency lists with the late edges merged in.
+        std::vector<std::vector<uint32_t>> lists(steps_.size());
+        for (StepId s = 0; s < steps_.size(); ++s) lists[s].assign(deps_of(s), deps_of(s) + ndeps(s));
+        for (auto [step, dep] : late_deps_) lists[step].push_back(dep);
+        deps_.clear();
+        for (StepId s = 0; s < steps_.size(); ++s) {
+            steps_[s].dep_begin = static_cast<uint32_t>(deps_.size());
+            deps_.insert(deps_.end(), lists[s].begin(), lists[s].end());
+            steps_[s].dep_end = static_cast<uint32_t>(deps_.size());
+        }
+        late_deps_.clear();
+    }
+    out_begin_.assign(steps_.size() + 1, 0);
+    for (uint32_t d : deps_) out_begin_[d + 1]++;
+    for (size_t i = 0; i < steps_.size(); ++i) out_begin_[i + 1] += out_begin_[i];
+    out_.assign(deps_.size(), 0);
+    std::vector<uint32_t> fill(out_begin_.begin(), out_begin_.end() - 1);
+    for (StepId s = 0; s < steps_.size(); ++s)
+        for (uint32_t i = 0; i < ndeps(s); ++i) out_[fill[deps_of(s)[i]]++] = s;
+}
+
+size_t Schedule::num_transfers() const {
+    return std::count_if(steps_.begin(), steps_.end(),
+                         [](const Step& s) { return s.kind == StepKind::Send || s.kind == StepKind::Recv; });
+}
+
+std::string Schedule::dump() const {
+    static const char* kinds[] = {"send", "recv", "reduce", "copy", "divide"};
+    static const char* bufs[] = {"send", "recv", "scratch"};
+    std::string out;
+    for (StepId s = 0; s < steps_.size(); ++s) {
+        const Step& st = steps_[s];
+        out += cat(s, ": ", kinds[static_cast<int>(st.kind)]);
+        if (st.peer >= 0) out += cat(" peer=", st.peer, " tag=", st.tag);
+        if (st.kind != StepKind::Recv && st.kind != StepKind::Divide)
+            out += cat(" src=", bufs[static_cast<int>(st.src.buf)], "+", st.src.offset);
+        if (st.kind == StepKind::Reduce) out += cat(" src2=", bufs[static_cast<int>(st.src2.buf)], "+", st.src2.offset);
+        if (st.kind != StepKind::Send) out += cat(" dst=", bufs[static_cast<int>(st.dst.buf)], "+", st.dst.offset);
+        out += st.count ? cat(" count=", st.count) : cat(" bytes=", st.bytes);
+        if (ndeps(s)) {
+            out += " after";
+            for (uint32_t i = 0; i < ndeps(s); ++i) out += cat(" ", deps_of(s)[i]);
+        }
+        out += "\n";
+    }
+    return out;
+}
+
+}  // namespace chorus

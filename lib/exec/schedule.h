@@ -1,0 +1,137 @@
+// A schedule is one rank's part of a collective, as data: a list of steps
+// (send, recv, reduce, copy, divide) over regions of three buffers (the
+// user's send and receive buffers and a scratch buffer), each step with the
+// steps it depends on. Algorithms in lib/coll build schedules; the Executor
+// runs them; nothing in a schedule knows about UCX or CUDA.
+//
+// Vocabulary: a *block* is the part of the message a rank is responsible
+// for in a phase; a *chunk* is the unit of pipelining (one transfer).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "chorus.h"
+#include "base/error.h"
+
+namespace chorus {
+
+enum class Buf : uint8_t { Send, Recv, Scratch };
+
+// A byte offset into one of the three buffers.
+struct Region {
+    Buf buf;
+    size_t offset;
+};
+
+enum class StepKind : uint8_t {
+    Send,    // send `bytes` from `src` to `peer`
+    Recv,    // receive `bytes` from `peer` into `dst`
+    Reduce,  // dst = src op src2, `count` elements (dst may alias src or src2 exactly)
+    Copy,    // dst = src, `bytes`
+    Divide   // dst = dst / divisor, `count` elements (finishes AVG)
+};
+
+using StepId = uint32_t;
+
+// A list of steps to depend on: a braced list (copied, up to 8) or a vector
+// (referenced; it must outlive the call).
+class Deps {
+public:
+    Deps() = default;
+    Deps(std::initializer_list<StepId> list) : data_(inline_), size_(list.size()) {
+        if (size_ > 8) fail(CHORUS_ERR_INTERNAL, "schedule: more than 8 dependencies in a braced list");
+        for (size_t i = 0; i < size_; ++i) inline_[i] = list.begin()[i];
+    }
+    Deps(const std::vector<StepId>& v) : data_(v.data()), size_(v.size()) {}  // NOLINT: implicit on purpose
+    Deps(const Deps& o) : data_(o.data_ == o.inline_ ? inline_ : o.data_), size_(o.size_) {
+        for (size_t i = 0; i < 8; ++i) inline_[i] = o.inline_[i];
+    }
+    Deps& operator=(const Deps&) = delete;
+    const StepId* begin() const { return data_; }
+    const StepId* end() const { return data_ + size_; }
+    size_t size() const { return size_; }
+
+private:
+    StepId inline_[8] = {};
+    const StepId* data_ = nullptr;
+    size_t size_ = 0;
+};
+
+// The algorithm's tag of a message must fit in this many bits (the wire tag
+// adds the source rank and the operation's sequence number).
+constexpr int kStepTagBits = 28;
+constexpr uint32_t kMaxStepTag = (1u << kStepTagBits) - 1;
+
+struct Step {
+    StepKind kind;
+    int peer = -1;      // Send, Recv
+    uint32_t tag = 0;   // Send, Recv: the algorithm's tag for this message
+    Region src{Buf::Send, 0};
+    Region src2{Buf::Send, 0};
+    Region dst{Buf::Recv, 0};
+    size_t bytes = 0;   // Send, Recv, Copy
+    size_t count = 0;   // Reduce, Divide (elements)
+    uint32_t dep_begin = 0, dep_end = 0;  // into Schedule::deps
+};
+
+class Schedule {
+public:
+    Schedule(chorus_datatype_t dtype, chorus_op_t op, int rank, int size);
+
+    // Builders. Each returns the new step's id; `deps` are earlier steps that
+    // must complete first. Zero-sized transfers and copies must not be added
+    // (callers skip them identically on both sides).
+    StepId send(int peer, uint32_t tag, Region src, size_t bytes, Deps deps = {});
+    StepId recv(int peer, uint32_t tag, Region dst, size_t bytes, Deps deps = {});
+    StepId reduce(Region dst, Region a, Region b, size_t count, Deps deps = {});
+    StepId copy(Region dst, Region src, size_t bytes, Deps deps = {});
+    StepId divide(Region dst, size_t count, int divisor, Deps deps = {});
+    // Add a dependency after the fact (e.g. a scratch slot's next user).
+    void add_dep(StepId step, StepId dep);
+    // Every step added so far (for a final step that must come after all).
+    std::vector<StepId> all_steps() const;
+    StepId num_steps() const { return static_cast<StepId>(steps_.size()); }
+
+    void need_scratch(size_t bytes) { scratch_bytes_ = bytes > scratch_bytes_ ? bytes : scratch_bytes_; }
+
+    // Compute the reverse edges the executor walks. Called once after building.
+    void finalize();
+    bool finalized() const { return finalized_; }
+
+    const std::vector<Step>& steps() const { return steps_; }
+    const uint32_t* deps_of(StepId s) const { return deps_.data() + steps_[s].dep_begin; }
+    uint32_t ndeps(StepId s) const { return steps_[s].dep_end - steps_[s].dep_begin; }
+    const uint32_t* dependents_of(StepId s) const { return out_.data() + out_begin_[s]; }
+    uint32_t ndependents(StepId s) const { return out_begin_[s + 1] - out_begin_[s]; }
+
+    chorus_datatype_t dtype() const { return dtype_; }
+    chorus_op_t op() const { return op_; }
+    int rank() const { return rank_; }
+    int size() const { return size_; }
+    int divisor() const { return divisor_; }
+    size_t scratch_bytes() const { return scratch_bytes_; }
+    size_t num_transfers() const;
+    // Multi-line listing of the steps, for debugging and tests.
+    std::string dump() const;
+
+private:
+    StepId add(Step step, Deps deps);
+
+    chorus_datatype_t dtype_;
+    chorus_op_t op_;
+    int rank_, size_;
+    int divisor_ = 1;
+    size_t scratch_bytes_ = 0;
+    std::vector<Step> steps_;
+    std::vector<uint32_t> deps_;
+    // Steps added with add_dep after their creation, merged by finalize().
+    std::vector<std::pair<StepId, StepId>> late_deps_;
+    std::vector<uint32_t> out_begin_, out_;
+    bool finalized_ = false;
+};
+
+}  // namespace chorus

@@ -1,0 +1,23 @@
+// Element-wise reduction of host buffers.
+#pragma once
+
+#include <cstddef>
+
+#include "chorus.h"
+#include "reduce/datatype.h"
+
+namespace chorus {
+
+// dst[i] = a[i] op b[i] for i < count. dst may be the same buffer as a or b
+// (or both), but must not partially overlap either. AVG reduces as SUM.
+// dt and op must already be valid and supported together (op_supported).
+// An out-of-place result of 8 MiB or more is written with non-temporal
+// (cache-bypassing) stores; smaller results, and in-place ones, stay cached.
+void host_reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count);
+
+// AVG finalisation: dst[i] = dst[i] / divisor, divisor >= 1. Floating types
+// divide in their own arithmetic (float16/bfloat16 in float, then rounded to
+// nearest even once); integer types use C division, truncating toward zero.
+void host_divide(chorus_datatype_t dt, void* dst, size_t count, int divisor);
+
+}  // namespace chorus

@@ -1,0 +1,139 @@
+#include "loopback_transport.h"
+
+#include <cstring>
+
+#include "base/error.h"
+
+namespace chorus::net {
+
+// A posted receive that has not matched yet. Owned by the receiver's handle.
+struct Slot {
+    bool done = false;
+    bool failed = false;
+    bool cancelled = false;
+    int peer = -1;
+    size_t expected = 0;
+    size_t got = 0;
+};
+
+LoopbackHub::LoopbackHub(int size, bool rendezvous)
+    : size_(size), rendezvous_(rendezvous), boxes_(size), dead_(size, false) {}
+
+void LoopbackHub::kill(int rank) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dead_[rank] = true;
+    // Receives posted by others that wait on the dead rank fail.
+    for (auto& box : boxes_)
+        for (auto& p : box.posted)
+            if (p.source == rank) p.slot->failed = true;
+    // Rendezvous sends waiting on the dead rank fail too.
+    for (auto& u : boxes_[rank].unexpected)
+        if (u.sender) u.sender->failed = true;
+}
+
+bool LoopbackHub::dead(int rank) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return dead_[rank];
+}
+
+LoopbackTransport::LoopbackTransport(std::shared_ptr<LoopbackHub> hub, int rank)
+    : hub_(std::move(hub)), rank_(rank) {}
+
+LoopbackTransport::~LoopbackTransport() {
+    // Drop receives this rank still had posted; their slots belong to handles
+    // the executor has released or will never test again.
+    std::lock_guard<std::mutex> lock(hub_->mutex_);
+    hub_->boxes_[rank_].posted.clear();
+}
+
+void LoopbackTransport::check_host(const void* buf, const char* what) const {
+    if (hub_->is_device_ && !hub_->direct_ && hub_->is_device_(buf))
+        fail(CHORUS_ERR_INTERNAL, "loopback: ", what, " of device memory on a transport without device support");
+}
+
+Handle LoopbackTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
+    check_host(buf, "send");
+    std::lock_guard<std::mutex> lock(hub_->mutex_);
+    if (hub_->dead_[peer]) fail(CHORUS_ERR_PEER_FAILED, "loopback: send to dead rank ", peer);
+    auto& box = hub_->boxes_[peer];
+    for (auto it = box.posted.begin(); it != box.posted.end(); ++it) {
+        if (it->source != rank_ || it->tag != tag) continue;
+        Slot* slot = it->slot;
+        slot->got = bytes;
+        if (bytes <= it->bytes && bytes) std::memcpy(it->buf, buf, bytes);
+        slot->done = true;
+        box.posted.erase(it);
+        return nullptr;
+    }
+    const char* p = static_cast<const char*>(buf);
+    Slot* sender = nullptr;
+    if (hub_->rendezvous_) {
+        sender = new Slot;
+        sender->peer = peer;
+    }
+    box.unexpected.push_back({rank_, tag, std::vector<char>(p, p + bytes), sender});
+    return sender;
+}
+
+Handle LoopbackTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
+    check_host(buf, "recv");
+    std::lock_guard<std::mutex> lock(hub_->mutex_);
+    auto& box = hub_->boxes_[rank_];
+    auto slot = std::make_unique<Slot>();
+    slot->peer = peer;
+    slot->expected = bytes;
+    for (auto it = box.unexpected.begin(); it != box.unexpected.end(); ++it) {
+        if (it->source != peer || it->tag != tag) continue;
+        slot->got = it->data.size();
+        if (slot->got <= bytes && slot->got) std::memcpy(buf, it->data.data(), slot->got);
+        slot->done = true;
+        if (it->sender) it->sender->done = true;
+        box.unexpected.erase(it);
+        return slot.release();
+    }
+    if (hub_->dead_[peer]) slot->failed = true;
+    else box.posted.push_back({peer, tag, buf, bytes, slot.get()});
+    return slot.release();
+}
+
+bool LoopbackTransport::test(Handle handle) {
+    if (!handle) return true;
+    auto* slot = static_cast<Slot*>(handle);
+    std::unique_lock<std::mutex> lock(hub_->mutex_);
+    if (slot->failed) {
+        int peer = slot->peer;
+        lock.unlock();
+        cancel(handle);
+        fail(CHORUS_ERR_PEER_FAILED, "loopback: rank ", peer, " died");
+    }
+    if (!slot->done) return false;
+    size_t got = slot->got, expected = slot->expected;
+    int peer = slot->peer;
+    lock.unlock();
+    delete slot;
+    if (got != expected)
+        fail(CHORUS_ERR_MISMATCH, "loopback: message from rank ", peer, " has ", got,
+             " bytes, expected ", expected);
+    return true;
+}
+
+void LoopbackTransport::cancel(Handle handle) {
+    if (!handle) return;
+    auto* slot = static_cast<Slot*>(handle);
+    {
+        std::lock_guard<std::mutex> lock(hub_->mutex_);
+        auto& posted = hub_->boxes_[rank_].posted;
+        for (auto it = posted.begin(); it != posted.end(); ++it)
+            if (it->slot == slot) {
+                posted.erase(it);
+                break;
+            }
+        // A rendezvous send still queued at its destination.
+        for (auto& box : hub_->boxes_)
+            for (auto& u : box.unexpected)
+                if (u.sender == slot) u.sender = nullptr;
+    }
+    delete slot;
+}
+
+}  // namespace chorus::net

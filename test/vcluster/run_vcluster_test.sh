@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The vcluster suite's driver: runs a program across a virtual cluster
+# (tools/vcluster.sh) and checks the outcome. Skips (exit 77) when the
+# machine cannot build one (not root, no namespaces, ...).
+#
+# Usage: run_vcluster_test.sh VCLUSTER MODE ARGS...
+#   mpi LAYOUT VC_CHECK      the MPI-only checks of vc_check.c (hostnames, MPI's
+#                            nodes, MPI_Allreduce, same-host traffic off the links,
+#                            cross-host traffic on them), and the tool's --link-stats
+#   lanes TEST_BINARY        a Chorus test case at 2x2 with UCX's debug log: every
+#                            UCX endpoint between hosts uses tcp over eth0 only,
+#                            every one inside a host shared memory (sysv/posix/cma)
+#   bytes CHORUS_BENCH       Chorus all-reduce of 16 MiB at 2x2: at least 16 MiB per
+#                            call crossed each host's link each way
+#   run PROGRAM ARGS...      PROGRAM at 2x2; its exit status
+set -euo pipefail
+vcluster=$1 mode=$2
+shift 2
+
+if [[ $(id -u) != 0 ]]; then
+  echo "SKIP: the virtual cluster needs root (network namespaces, veth links, mounts)"
+  exit 77
+fi
+if ! why=$("$vcluster" --check 2>&1); then
+  echo "SKIP: $why"
+  exit 77
+fi
+
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+start=$(date +%s.%N)
+took() { printf '%s: %.1f s\n' "$1" "$(echo "$(date +%s.%N) - $start" | bc)"; }
+
+case $mode in
+  mpi)
+    layout=$1 prog=$2 bytes=32M
+    "$vcluster" --layout "$layout" --link-stats "$dir/links" -- "$prog" --layout "$layout" --bytes "$bytes"
+    # the links seen from outside the job: every host sent and received at
+    # least its ranks' cross-host messages
+    IFS=, read -r -a ranks <<<"$layout"
+    h=0
+    while read -r host sent received; do
+      need=$((ranks[h] * 32 * 1024 * 1024))
+      echo "link of $host: sent $sent, received $received bytes (at least $need expected)"
+      ((sent >= need && received >= need)) || {
+        echo "FAIL: too few bytes on the link of $host"
+        exit 1
+      }
+      h=$((h + 1))
+    done <"$dir/links"
+    ((h == ${#ranks[@]})) || {
+      echo "FAIL: --link-stats listed $h hosts, expected ${#ranks[@]}"
+      exit 1
+    }
+    took "layout $layout"
+    ;;
+
+  lanes)
+    prog=$1
+    UCX_LOG_LEVEL=debug "$vcluster" -q 2 2 -- "$prog" --use-colour no \
+      "allreduce matches MPI_Allreduce where MPI is exact" >"$dir/log" 2>&1 || {
+      tail -50 "$dir/log"
+      echo "FAIL: the Chorus test failed across hosts"
+      exit 1
+    }
+    # One endpoint configuration per "ep 0x..: am_lane ..." line of a process,
+    # then one "ep 0x..: lane[i]: N:TL/DEV.." line per lane (the lines of
+    # different ranks may interleave).
+    awk '
+      function key() {
+        match($0, /\[vc-h[0-9]+:[ 0-9]+:[0-9]+\]/); p = substr($0, RSTART, RLENGTH)
+        match($0, / ep 0x[0-9a-f]+:/); return p substr($0, RSTART, RLENGTH)
+      }
+      / ep 0x[0-9a-f]+: am_lane / { blk[key()] = ++n; next }
+      / ep 0x[0-9a-f]+: lane\[[0-9]+\]: / {
+        k = key(); if (!(k in blk)) blk[k] = ++n
+        for (i = 1; i <= NF; i++) if ($i ~ /^lane\[[0-9]+\]:$/) { split($(i + 1), a, ":"); print blk[k], a[2]; break }
+      }' "$dir/log" | sort -u >"$dir/lanes"
+    awk '
+      { tl = $2; sub(/\/.*/, "", tl)
+        if (tl == "tcp") { tcp[$1] = 1; if ($2 !~ /^tcp\/eth0/) badif[$1] = $2 }
+        else if (tl ~ /^(sysv|posix|cma|xpmem|knem)$/) shm[$1] = 1
+        eps[$1] = 1 }
+      END {
+        for (e in eps) { if (e in tcp && e in shm) mixed++; else if (e in tcp) nt++; else if (e in shm) ns++; else other++ }
+        for (e in badif) { print "FAIL: a tcp lane not on eth0: " badif[e]; bad++ }
+        printf "UCX endpoints: %d over tcp (between hosts), %d over shared memory (inside a host), %d mixed, %d other\n", nt, ns, mixed, other
+        # 2 hosts x 2 ranks: per rank 2 peers on the other host, 1 on its own
+        if (mixed || other || bad || ns == 0 || nt != 2 * ns) { print "FAIL: expected twice as many tcp endpoints as shared-memory ones, nothing else"; exit 1 }
+      }' "$dir/lanes" || {
+      grep -E "lane\[" "$dir/log" | head -40
+      exit 1
+    }
+    took "lanes"
+    ;;
+
+  bytes)
+    bench=$1 iters=4
+    "$vcluster" -q --link-stats "$dir/links" 2 2 -- "$bench" allreduce -m 16M:16M -i "$iters" -x 1 --no-mpi -c
+    # whatever the algorithm, each host's result needs the other host's 16 MiB
+    need=$((iters * 16 * 1024 * 1024))
+    while read -r host sent received; do
+      echo "link of $host: sent $sent, received $received bytes (at least $need expected)"
+      ((sent >= need && received >= need)) || {
+        echo "FAIL: Chorus's all-reduce did not cross the link of $host"
+        exit 1
+      }
+    done <"$dir/links"
+    took "bytes"
+    ;;
+
+  run)
+    "$vcluster" -q 2 2 -- "$@"
+    took "$(basename "$1") at 2x2"
+    ;;
+
+  *)
+    echo "unknown mode $mode" >&2
+    exit 2
+    ;;
+esac
