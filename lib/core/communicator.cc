@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "core/agreement.h"
+#include "exec/inline_run.h"
 #include "net/mpi_bootstrap.h"
 #include "net/shm/shm_transport.h"
 #include "net/ucx/ucx_retired.h"
@@ -24,6 +25,7 @@ constexpr size_t kMaxInflight = 1024;
 // shared memory pay no rendezvous.
 coll::CostParams cost_params(coll::CostParams p, const net::Transport& t) {
     p.eager_bytes = std::max(p.eager_bytes, t.host_only_max());
+    p.all_local = t.slot_bytes() > 0;
     return p;
 }
 }  // namespace
@@ -85,6 +87,8 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
     : config_(config),
       boot_(std::move(boot)),
       transport_(std::move(transport)),
+      rank_(transport_->rank()),
+      size_(transport_->size()),
       buffers_(device ? std::move(device) : make_cuda_device(), transport_->device_memory() && !config_.always_stage),
       plans_(config_, cost_params(config_.cost, *transport_), transport_->rank() == 0),
       waiter_(config_, transport_->local_ranks()),
@@ -112,7 +116,8 @@ Communicator::~Communicator() {
     }
     ops_.clear();
     buffers_.device().drain();
-    transport_.reset();  // local: waits for no peer
+    buffers_.device().forget_host();  // the slots go with the transport
+    transport_.reset();               // local: waits for no peer
 }
 
 Operation* Communicator::take_operation() {
@@ -122,12 +127,17 @@ Operation* Communicator::take_operation() {
     return op;
 }
 
-Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* recvbuf, void* stream) {
-    if (failed_) fail(CHORUS_ERR_COMM_FAILED, "communicator failed earlier: ", failure_);
+void Communicator::fill(coll::CollArgs& args) const {
     args.rank = rank();
     args.size = size();
     args.chunk_bytes = config_.chunk_bytes;
     args.depth = config_.window;
+    args.slot_bytes = transport_->slot_bytes();
+}
+
+Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* recvbuf, void* stream) {
+    if (failed_) fail(CHORUS_ERR_COMM_FAILED, "communicator failed earlier: ", failure_);
+    fill(args);
     if (config_.check) check_agreement(args);
     const uint64_t seq = next_seq_;
     try {
@@ -149,10 +159,10 @@ Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* r
 }
 
 Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, const void* sendbuf, void* recvbuf,
-                                void* stream) {
+                                void* stream, const Resume* resume) {
     std::unique_ptr<Operation> op(take_operation());
-    op->seq = next_seq_;
-    next_seq_ = net::next_operation_seq(next_seq_);
+    op->seq = resume ? resume->seq : next_seq_;
+    if (!resume) next_seq_ = net::next_operation_seq(next_seq_);
     op->args = args;
     op->algorithm = plan.algo->name;
     op->schedule = plan.schedule;
@@ -161,11 +171,18 @@ Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, co
              " (CHORUS_INJECT_FAILURE=", config_.inject, ")");
     DeviceUse use;
     Buffers bufs = buffers_.prepare(*op, sendbuf, recvbuf, stream, use);
+    // Slot operations are numbered apart (every rank numbers them alike).
+    if (resume)
+        bufs.slot_op = resume->slot_op;
+    else if (op->schedule->uses_slots())
+        bufs.slot_op = next_slot_op_++;
+    const size_t done = resume ? resume->done : 0;
     try {
         if (op->executor)
-            op->executor->reset(*op->schedule, bufs, op->seq, use);
+            op->executor->reset(*op->schedule, bufs, op->seq, use, done);
         else
-            op->executor = std::make_unique<Executor>(*op->schedule, *transport_, bufs, op->seq, config_.window, use);
+            op->executor =
+                std::make_unique<Executor>(*op->schedule, *transport_, bufs, op->seq, config_.window, use, done);
         if (op->mirrors[1]) op->executor->add_final_copy(recvbuf, op->mirrors[1], op->mirror_bytes);
     } catch (...) {
         if (op->executor)
@@ -313,7 +330,44 @@ chorus_result_t Communicator::release(Operation* op) {
     return rc;
 }
 
+bool Communicator::run_inline(const coll::CollArgs& a, const void* sendbuf, void* recvbuf, void* stream,
+                              chorus_result_t* rc) {
+    if (!ops_.empty() || stream || failed_ || config_.check || !config_.inject.empty()) return false;
+    coll::CollArgs args = a;
+    fill(args);
+    Plan plan = plans_.plan(args);
+    const Schedule& s = *plan.schedule;
+    if (s.has_transfers() || s.scratch_bytes() || (sendbuf && !host_side(buffers_.device().kind(sendbuf))) ||
+        (recvbuf && !host_side(buffers_.device().kind(recvbuf))))
+        return false;
+    Resume r{next_seq_, s.uses_slots() ? next_slot_op_++ : 0, 0};
+    next_seq_ = net::next_operation_seq(next_seq_);
+    Buffers b{sendbuf, recvbuf, nullptr, r.slot_op};
+    try {
+        r.done = run_in_order(s, *transport_, b, waiter_.inline_polls());
+    } catch (const Error& e) {
+        std::string why = cat(coll::collective_name(args.coll), " #", r.seq, " (", plan.algo->name, ") on rank ",
+                              rank(), ": ", e.what());
+        tell_peers(e.code(), why);
+        failed_ = true;
+        failure_ = last_error_ = why;
+        *rc = e.code();
+        return true;
+    }
+    if (r.done == s.steps().size()) {
+        *rc = CHORUS_SUCCESS;
+        return true;
+    }
+    // A peer is late: the rest waits as any operation does.
+    Operation* op = launch(args, plan, sendbuf, recvbuf, nullptr, &r);
+    wait(op);
+    *rc = release(op);
+    return true;
+}
+
 chorus_result_t Communicator::run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream) {
+    chorus_result_t rc;
+    if (run_inline(args, sendbuf, recvbuf, stream, &rc)) return rc;
     Operation* op = start(args, sendbuf, recvbuf, stream);
     wait(op);
     return release(op);

@@ -41,8 +41,8 @@ public:
     Communicator(const Communicator&) = delete;
     Communicator& operator=(const Communicator&) = delete;
 
-    int rank() const { return transport_->rank(); }
-    int size() const { return transport_->size(); }
+    int rank() const { return rank_; }
+    int size() const { return size_; }
     const Config& config() const { return config_; }
 
     // Start a collective. Arguments are validated by the caller. The returned
@@ -80,14 +80,26 @@ private:
     // Notices from peers: each fails every operation in flight here.
     void poll_notices();
     Operation* take_operation();
+    // An operation begun in place by run_in_order: its number, slot
+    // operation and the steps it has done.
+    struct Resume {
+        uint64_t seq, slot_op;
+        size_t done;
+    };
     Operation* launch(const coll::CollArgs& args, const Plan& plan, const void* sendbuf, void* recvbuf,
-                      void* stream = nullptr);
+                      void* stream = nullptr, const Resume* resume = nullptr);
+    // The communicator's part of a call's arguments.
+    void fill(coll::CollArgs& args) const;
+    // A blocking call without transfers on host buffers, run on this thread
+    // (false: it does not qualify). Returns its result in *rc.
+    bool run_inline(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream, chorus_result_t* rc);
     // CHORUS_CHECK: exchange the call's fingerprint first.
     void check_agreement(const coll::CollArgs& args);
 
     Config config_;
     std::unique_ptr<net::Bootstrap> boot_;  // before the transport: it outlives it
     std::unique_ptr<net::Transport> transport_;
+    int rank_, size_;
     OpBuffers buffers_;
     ScheduleCache plans_;
     Waiter waiter_;
@@ -97,6 +109,7 @@ private:
     // stream of calls allocates nothing.
     std::vector<std::unique_ptr<Operation>> spare_ops_;
     uint64_t next_seq_ = 0;
+    uint64_t next_slot_op_ = 0;
     uint64_t id_ = 0;  // agreed at creation
     bool failed_ = false;
     std::string failure_;

@@ -30,6 +30,9 @@ public:
     void pause(unsigned idle) const;
     // Whether the last pass moved (a waiting loop restarts its count).
     bool just_moved() const { return idle_polls_ == 0; }
+    // How long a call run in place may spin for a peer before it waits as
+    // an operation (it then yields as the spin policy says).
+    unsigned inline_polls() const { return spin_ < 4096 ? spin_ : 4096; }
 
 private:
     unsigned idle_polls_ = 0;

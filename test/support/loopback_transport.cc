@@ -151,4 +151,43 @@ bool LoopbackTransport::poll_notice(int* source, std::string* notice) {
     return true;
 }
 
+void LoopbackHub::enable_slots(size_t bytes) {
+    const size_t n = static_cast<size_t>(size_) * Transport::kSlots;
+    slot_bytes_ = bytes;
+    slots_.reset(new char[n * bytes]);
+    published_.reset(new std::atomic<uint64_t>[n]);
+    done_.reset(new std::atomic<uint64_t>[size_]);
+    for (size_t i = 0; i < n; ++i) published_[i] = 0;
+    for (int r = 0; r < size_; ++r) done_[r] = 0;
+}
+
+char* LoopbackTransport::slot(int rank, uint64_t n) {
+    return hub_->slots_.get() + (static_cast<size_t>(rank) * kSlots + n % kSlots) * hub_->slot_bytes_;
+}
+
+bool LoopbackTransport::slot_free(uint64_t n) {
+    if (n < kSlots) return true;
+    for (int r = 0; r < hub_->size_; ++r)
+        if (hub_->done_[r].load() < n - kSlots + 1) return false;
+    return true;
+}
+
+void LoopbackTransport::publish(uint64_t n) {
+    hub_->published_[static_cast<size_t>(rank_) * kSlots + n % kSlots] = n + 1;
+}
+
+bool LoopbackTransport::published(int rank, uint64_t n) {
+    if (hub_->dead(rank)) fail(CHORUS_ERR_PEER_FAILED, "loopback: rank ", rank, " is dead");
+    return hub_->published_[static_cast<size_t>(rank) * kSlots + n % kSlots].load() == n + 1;
+}
+
+void LoopbackTransport::slot_done(uint64_t n) {
+    hub_->done_[rank_] = done_.finish(n);
+}
+
+void LoopbackTransport::slot_memory(void** base, size_t* bytes) const {
+    *base = hub_->slots_.get();
+    *bytes = static_cast<size_t>(hub_->size_) * kSlots * hub_->slot_bytes_;
+}
+
 }  // namespace chorus::net
