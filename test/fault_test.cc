@@ -55,12 +55,14 @@ int main(int argc, char** argv) {
                                         : rc == CHORUS_ERR_TIMEOUT || rc == CHORUS_ERR_PEER_FAILED;
     bool names_peer = message.find("rank " + std::to_string(victim)) != std::string::npos ||
                       message.find("rank") != std::string::npos;
-    bool ok = expected_code && names_peer && later == CHORUS_ERR_COMM_FAILED;
+    // Destroying the communicator returns, though a peer is dead or stopped.
+    bool destroyed = chorus_comm_destroy(comm) == CHORUS_SUCCESS;
+    bool ok = expected_code && names_peer && later == CHORUS_ERR_COMM_FAILED && destroyed;
     std::string path = dir + "/rank-" + std::to_string(rank) + ".txt";
     if (FILE* f = std::fopen(path.c_str(), "w")) {
-        std::fprintf(f, "%s rank %d: %s after %.3f s (%d calls); later call: %s; message: %s\n", ok ? "ok" : "FAIL",
-                     rank, chorus_get_error_string(rc), seconds, calls, chorus_get_error_string(later),
-                     message.c_str());
+        std::fprintf(f, "%s rank %d: %s after %.3f s (%d calls); later call: %s; destroy %s; message: %s\n",
+                     ok ? "ok" : "FAIL", rank, chorus_get_error_string(rc), seconds, calls,
+                     chorus_get_error_string(later), destroyed ? "returned" : "failed", message.c_str());
         std::fclose(f);
     }
     // The stopped victim never resumes: end it so that mpirun can finish.

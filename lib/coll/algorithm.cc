@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "reduce/datatype.h"
 #include "base/error.h"
+#include "reduce/datatype.h"
 
 namespace chorus::coll {
 
@@ -34,7 +34,9 @@ size_t CollArgs::block_offset(int i) const {
     return off;
 }
 
-size_t CollArgs::total_count() const { return block_offset(size); }
+size_t CollArgs::total_count() const {
+    return block_offset(size);
+}
 
 size_t CollArgs::message_bytes() const {
     size_t esize = datatype_size(dtype);
@@ -48,7 +50,12 @@ size_t CollArgs::message_bytes() const {
 
 namespace {
 
-bool any(const CollArgs&) { return true; }
+bool any(const CollArgs&) {
+    return true;
+}
+bool slots(const CollArgs& a) {
+    return fits_slot(a);
+}
 
 // The arrays behind a side with one block per rank (empty: blocks of count).
 void side_arrays(const CollArgs& a, Side side, const std::vector<size_t>** c, const std::vector<size_t>** d) {
@@ -137,23 +144,28 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Allreduce, "ring", build_ring_allreduce, any},
         {Collective::Allreduce, "recursive_doubling", build_recursive_doubling_allreduce, any},
         {Collective::Allreduce, "rabenseifner", build_rabenseifner_allreduce, any},
+        {Collective::Allreduce, "shm_flat", build_flat_allreduce, slots},
     };
     static const std::vector<Algorithm> bcast = {
         {Collective::Broadcast, "binomial", build_binomial_bcast, any},
         {Collective::Broadcast, "chain", build_chain_bcast, any},
         {Collective::Broadcast, "scatter_allgather", build_scatter_allgather_bcast, any},
+        {Collective::Broadcast, "shm_flat", build_flat_bcast, slots},
     };
     static const std::vector<Algorithm> reduce = {
         {Collective::Reduce, "binomial", build_binomial_reduce, any},
         {Collective::Reduce, "reduce_scatter_gather", build_reduce_scatter_gather_reduce, any},
+        {Collective::Reduce, "shm_flat", build_flat_reduce, slots},
     };
     static const std::vector<Algorithm> reduce_scatter = {
         {Collective::ReduceScatter, "halving", build_halving_reduce_scatter, any},
         {Collective::ReduceScatter, "ring", build_ring_reduce_scatter, any},
+        {Collective::ReduceScatter, "shm_flat", build_flat_reduce_scatter, slots},
     };
     static const std::vector<Algorithm> allgather = {
         {Collective::Allgather, "ring", build_ring_allgather, any},
         {Collective::Allgather, "bruck", build_bruck_allgather, any},
+        {Collective::Allgather, "shm_flat", build_flat_allgather, slots},
     };
     static const std::vector<Algorithm> allgatherv = {
         {Collective::Allgatherv, "ring", build_ring_allgather, any},

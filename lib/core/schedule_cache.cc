@@ -37,7 +37,10 @@ size_t ScheduleCache::KeyHash::operator()(const Key& k) const {
 }
 
 const coll::Algorithm& ScheduleCache::choose(const coll::CollArgs& args) {
-    if (const coll::Algorithm* forced = forced_[static_cast<size_t>(args.coll)]) return *forced;
+    // A forced algorithm that cannot take these arguments (a flat one whose
+    // message does not fit a slot, say) leaves the choice to the selector.
+    if (const coll::Algorithm* forced = forced_[static_cast<size_t>(args.coll)])
+        if (!forced->supports || forced->supports(args)) return *forced;
     // Nothing to choose (and the v forms' sizes need not agree across ranks).
     const auto& algos = coll::algorithms_for(args.coll);
     if (algos.size() == 1) return algos.front();

@@ -116,18 +116,14 @@ std::vector<Span> spans(const coll::CollArgs& a, Side side, bool displaced, size
     return out;
 }
 
-// The first pair of spans of `a` (at base pa) and `b` (at base pb, sorted
-// and disjoint) that overlap in memory; false if none.
-bool overlap(const std::vector<Span>& a, uintptr_t pa, const std::vector<Span>& b, uintptr_t pb, Span* x, Span* y) {
+// Whether any span of `a` (at base pa) overlaps one of `b` (at base pb,
+// sorted and disjoint) in memory.
+bool overlap(const std::vector<Span>& a, uintptr_t pa, const std::vector<Span>& b, uintptr_t pb) {
     for (const Span& s : a) {
         const uintptr_t begin = pa + s.begin, end = pa + s.end;
         auto it =
             std::upper_bound(b.begin(), b.end(), begin, [pb](uintptr_t v, const Span& t) { return v < pb + t.end; });
-        if (it != b.end() && pb + it->begin < end) {
-            *x = s;
-            *y = *it;
-            return true;
-        }
+        if (it != b.end() && pb + it->begin < end) return true;
     }
     return false;
 }
@@ -261,16 +257,22 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
     // they are only read).
     const bool recv_displaced = uses_recv && !a.displs.empty() && a.blocks(Side::Recv) > 1;
     const bool send_displaced = uses_send && !a.send_displs.empty() && a.blocks(Side::Send) > 1;
-    std::vector<Span> recv_spans = spans(a, Side::Recv, recv_displaced, esize, bytes[1]);
-    for (size_t i = 1; recv_displaced && i < recv_spans.size(); ++i)
+    // Spans only where blocks are displaced: the plain forms allocate nothing.
+    std::vector<Span> recv_spans;
+    if (recv_displaced) recv_spans = spans(a, Side::Recv, true, esize, bytes[1]);
+    for (size_t i = 1; i < recv_spans.size(); ++i)
         if (recv_spans[i].begin < recv_spans[i - 1].end)
             return invalid(c, cat(fn, ": ", rule.recv_names.counts, " and ", rule.recv_names.displs,
                                   ": the receive blocks of ranks ", recv_spans[i - 1].rank, " and ", recv_spans[i].rank,
                                   " overlap", on_root(rule, rule.recv)));
     if (uses_send && uses_recv && !in_place) {
-        Span x{}, y{};
-        if (overlap(spans(a, Side::Send, send_displaced, esize, bytes[0]), reinterpret_cast<uintptr_t>(in.sendbuf),
-                    recv_spans, reinterpret_cast<uintptr_t>(in.recvbuf), &x, &y)) {
+        const auto sb = reinterpret_cast<uintptr_t>(in.sendbuf), rb = reinterpret_cast<uintptr_t>(in.recvbuf);
+        bool clash = bytes[0] && bytes[1] && sb < rb + bytes[1] && rb < sb + bytes[0];
+        if (clash && (send_displaced || recv_displaced)) {
+            if (!recv_displaced) recv_spans = spans(a, Side::Recv, false, esize, bytes[1]);
+            clash = overlap(spans(a, Side::Send, send_displaced, esize, bytes[0]), sb, recv_spans, rb);
+        }
+        if (clash) {
             const char* form_text = rule.in_place == InPlace::Same       ? "sendbuf == recvbuf"
                                     : rule.in_place == InPlace::OwnBlock ? "sendbuf == recvbuf + this rank's block"
                                                                          : "recvbuf == sendbuf + the root's block";
