@@ -117,6 +117,8 @@ inline void check_movement(LoopbackGroup& group, const CollCase& given, const Pl
                     fill(c, p, r, -1, out[r].data() + k.displs[r] * w, k.counts[r]);
                     a.sendbuf = out[r].data() + k.displs[r] * w;
                     k.in_place = k.counts[r] > 0;  // an empty own block is no in-place form
+                    // In place, all-gatherv's sendcount is ignored (as with MPI_IN_PLACE).
+                    if (k.in_place && c.coll == Collective::Allgatherv) a.count += 7;
                 }
                 break;
             }

@@ -157,15 +157,20 @@ TEST_CASE("ranks that share memory take the flat shared-memory algorithms for sm
     Selector sel{params};
     for (int c = 0; c < kNumCollectives; ++c) {
         for (int p : {2, 4}) {
-            CollArgs small = args_for(Collective(c), p, 64);
-            small.slot_bytes = 16368;
-            CollArgs large = args_for(Collective(c), p, size_t(4) << 20);
-            large.slot_bytes = 16368;
             INFO(collective_name(Collective(c)) << " p=" << p);
             bool has_flat = false;
             for (const Algorithm& alg : algorithms_for(Collective(c))) has_flat |= alg.name == std::string("shm_flat");
             if (!has_flat) continue;
-            REQUIRE(sel.choose(small).algorithm->name == std::string("shm_flat"));
+            for (size_t bytes : {size_t(4) * p, size_t(64), size_t(1024)}) {  // reduce_scatter: 4 B a block
+                CollArgs small = args_for(Collective(c), p, bytes);
+                small.slot_bytes = 16368;
+                INFO(bytes << " bytes");
+                REQUIRE(fits_slot(small));
+                REQUIRE(sel.choose(small).algorithm->name == std::string("shm_flat"));
+            }
+            if (Collective(c) == Collective::Barrier) continue;  // no message: always flat
+            CollArgs large = args_for(Collective(c), p, size_t(4) << 20);
+            large.slot_bytes = 16368;
             REQUIRE(sel.choose(large).algorithm->name != std::string("shm_flat"));
         }
     }

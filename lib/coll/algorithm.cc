@@ -170,10 +170,12 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
     static const std::vector<Algorithm> allgatherv = {
         {Collective::Allgatherv, "ring", build_ring_allgather, any},
         {Collective::Allgatherv, "bcast", build_bcast_allgatherv, any},
+        {Collective::Allgatherv, "shm_flat", build_flat_allgather, slots},
     };
     static const std::vector<Algorithm> alltoall = {
         {Collective::Alltoall, "pairwise", build_pairwise_alltoall, any},
         {Collective::Alltoall, "bruck", build_bruck_alltoall, any},
+        {Collective::Alltoall, "shm_flat", build_flat_alltoall, slots},
     };
     static const std::vector<Algorithm> alltoallv = {
         {Collective::Alltoallv, "pairwise", build_pairwise_alltoall, any},
@@ -181,6 +183,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
     static const std::vector<Algorithm> gather = {
         {Collective::Gather, "linear", build_linear_gather, any},
         {Collective::Gather, "binomial", build_binomial_gather, any},
+        {Collective::Gather, "shm_flat", build_flat_gather, slots},
     };
     static const std::vector<Algorithm> gatherv = {
         {Collective::Gatherv, "linear", build_linear_gather, any},
@@ -188,12 +191,14 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
     static const std::vector<Algorithm> scatter = {
         {Collective::Scatter, "linear", build_linear_scatter, any},
         {Collective::Scatter, "binomial", build_binomial_scatter, any},
+        {Collective::Scatter, "shm_flat", build_flat_scatter, slots},
     };
     static const std::vector<Algorithm> scatterv = {
         {Collective::Scatterv, "linear", build_linear_scatter, any},
     };
     static const std::vector<Algorithm> barrier = {
         {Collective::Barrier, "dissemination", build_dissemination_barrier, any},
+        {Collective::Barrier, "shm_flat", build_flat_barrier, slots},
     };
     switch (c) {
         case Collective::Allreduce: return allreduce;

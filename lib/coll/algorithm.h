@@ -151,8 +151,13 @@ std::unique_ptr<Schedule> build_flat_allreduce(const CollArgs& args);
 std::unique_ptr<Schedule> build_flat_bcast(const CollArgs& args);
 std::unique_ptr<Schedule> build_flat_reduce(const CollArgs& args);
 std::unique_ptr<Schedule> build_flat_reduce_scatter(const CollArgs& args);
-std::unique_ptr<Schedule> build_flat_allgather(const CollArgs& args);
-// Whether a message of this size class fits a publish slot.
+std::unique_ptr<Schedule> build_flat_allgather(const CollArgs& args);  // and all-gatherv
+std::unique_ptr<Schedule> build_flat_alltoall(const CollArgs& args);
+std::unique_ptr<Schedule> build_flat_gather(const CollArgs& args);
+std::unique_ptr<Schedule> build_flat_scatter(const CollArgs& args);
+std::unique_ptr<Schedule> build_flat_barrier(const CollArgs& args);
+// Whether the largest message of this size class fits a publish slot, as
+// many blocks of it as the collective's flat algorithm publishes.
 bool fits_slot(const CollArgs& args);
 
 }  // namespace chorus::coll

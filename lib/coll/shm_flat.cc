@@ -9,11 +9,19 @@
 // an in-place call may overwrite its input), so every rank that computes an
 // element computes it alike, bit for bit.
 //
+// The data-movement collectives publish what their peers read: gather's
+// ranks and all-gatherv's their own block, scatter's root and all-to-all's
+// ranks the span of their blocks from the first another rank reads to the
+// last (so a rank at either end leaves its own block out); the barrier
+// publishes nothing, and leaves once every peer has published.
+//
 // Steps: one publish, up to size - 1 awaits, and size - 1 reductions or size
 // copies per result. Bytes: each contributing rank writes its message once;
 // each reading rank reads every slot it needs once. The whole message must
 // fit a slot (fits_slot); the cost model weighs the reads against the rounds
 // of the message-passing algorithms.
+#include <algorithm>
+
 #include "coll/algorithm.h"
 #include "coll/partition.h"
 #include "reduce/datatype.h"
@@ -48,13 +56,35 @@ std::unique_ptr<Schedule> start(const CollArgs& a) {
     return std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
 }
 
+// The blocks of a buffer of one block per rank that `rank` publishes: from
+// the first block another rank reads to the last (n = 0: none).
+struct Span {
+    int first, n;
+};
+Span peer_span(int rank, int size) {
+    if (size == 1) return {0, 0};
+    const int first = rank == 0 ? 1 : 0, last = rank == size - 1 ? size - 2 : size - 1;
+    return {first, last - first + 1};
+}
+// The most blocks any rank publishes that way.
+size_t most_published(int size) {
+    return size <= 2 ? static_cast<size_t>(size - 1) : static_cast<size_t>(size);
+}
+
 }  // namespace
 
 bool fits_slot(const CollArgs& a) {
-    // The whole size class must fit (the selector's choice holds for it).
-    size_t bytes = a.message_bytes(), top = 1;
+    // The whole size class must fit (the selector's choice holds for it),
+    // as many blocks of it as the collective publishes.
+    size_t bytes = a.message_bytes(), blocks = 1;
+    if (a.coll == Collective::Alltoall || a.coll == Collective::Scatter) blocks = most_published(a.size);
+    if (a.coll == Collective::Allgatherv) {  // its largest block (the counts agree)
+        bytes = 0;
+        for (int r = 0; r < a.size; ++r) bytes = std::max(bytes, a.block(Side::Recv, r).count * esize(a));
+    }
+    size_t top = 1;
     while (top <= bytes) top <<= 1;
-    return a.slot_bytes > 0 && top - 1 <= a.slot_bytes;
+    return a.slot_bytes > 0 && (blocks == 0 || top - 1 <= a.slot_bytes / blocks);
 }
 
 std::unique_ptr<Schedule> build_flat_allreduce(const CollArgs& a) {
@@ -115,20 +145,99 @@ std::unique_ptr<Schedule> build_flat_reduce_scatter(const CollArgs& a) {
     return sched;
 }
 
+// All-gather and all-gatherv: each rank publishes its block, every rank
+// copies every other block out of its owner's slot.
 std::unique_ptr<Schedule> build_flat_allgather(const CollArgs& a) {
+    auto sched = start(a);
+    Schedule& s = *sched;
+    const size_t es = esize(a);
+    size_t total = 0;
+    for (int r = 0; r < a.size; ++r) total += a.block(Side::Recv, r).count;
+    if (total) {
+        // Every rank publishes (an empty block too), so that all of them
+        // number their slot operations alike.
+        // number their slot operations alike; in place, all-gatherv's count
+        // is not its block's (MPI_IN_PLACE ignores it).
+        if (a.size > 1) s.publish(Region(Buf::Send, 0), a.block(Side::Recv, a.rank).count * es, 0);
+        for (int r = 0; r < a.size; ++r) {
+            const Block b = a.block(Side::Recv, r);
+            if (!b.count) continue;
+            const Region dst(Buf::Recv, b.offset * es);
+            if (r != a.rank)
+                s.copy(dst, Region::slot(r, 0), b.count * es, {s.await(r)});
+            else if (!a.in_place)
+                s.copy(dst, Region(Buf::Send, 0), b.count * es);
+        }
+    }
+    s.finalize();
+    return sched;
+}
+
+std::unique_ptr<Schedule> build_flat_alltoall(const CollArgs& a) {
     auto sched = start(a);
     Schedule& s = *sched;
     const size_t block = a.count * esize(a);
     if (block) {
-        std::vector<StepId> ready = a.size > 1 ? publish_and_await(s, a, block, true, true) : std::vector<StepId>{};
+        const Span mine = peer_span(a.rank, a.size);
+        const StepId pub = mine.n ? s.publish(Region(Buf::Send, mine.first * block), mine.n * block, 0) : 0;
         for (int r = 0; r < a.size; ++r) {
             const Region dst(Buf::Recv, static_cast<size_t>(r) * block);
             if (r == a.rank) {
-                if (!a.in_place) s.copy(dst, Region(Buf::Send, 0), block);
-            } else {
-                s.copy(dst, Region::slot(r, 0), block, {ready[r]});
+                if (!a.in_place) s.copy(dst, Region(Buf::Send, dst.offset), block);
+                continue;
             }
+            // In place, a block's place is overwritten once the publish has read it.
+            const StepId ready = s.await(r);
+            const Region src = Region::slot(r, static_cast<size_t>(a.rank - peer_span(r, a.size).first) * block);
+            s.copy(dst, src, block, a.in_place ? Deps{ready, pub} : Deps{ready});
         }
+    }
+    s.finalize();
+    return sched;
+}
+
+std::unique_ptr<Schedule> build_flat_gather(const CollArgs& a) {
+    auto sched = start(a);
+    Schedule& s = *sched;
+    const size_t block = a.count * esize(a);
+    if (block && a.rank != a.root) {
+        s.publish(Region(Buf::Send, 0), block, 0);
+    } else if (block) {
+        for (int r = 0; r < a.size; ++r) {
+            const Region dst(Buf::Recv, a.block(Side::Recv, r).offset * esize(a));
+            if (r != a.rank)
+                s.copy(dst, Region::slot(r, 0), block, {s.await(r)});
+            else if (!a.in_place)
+                s.copy(dst, Region(Buf::Send, 0), block);
+        }
+    }
+    s.finalize();
+    return sched;
+}
+
+std::unique_ptr<Schedule> build_flat_scatter(const CollArgs& a) {
+    auto sched = start(a);
+    Schedule& s = *sched;
+    const size_t block = a.count * esize(a);
+    const Span span = peer_span(a.root, a.size);
+    if (block && a.rank == a.root) {
+        if (span.n) s.publish(Region(Buf::Send, span.first * block), span.n * block, 0);
+        if (!a.in_place) s.copy(Region(Buf::Recv, 0), Region(Buf::Send, static_cast<size_t>(a.root) * block), block);
+    } else if (block) {
+        const Region src = Region::slot(a.root, static_cast<size_t>(a.rank - span.first) * block);
+        s.copy(Region(Buf::Recv, 0), src, block, {s.await(a.root)});
+    }
+    s.finalize();
+    return sched;
+}
+
+std::unique_ptr<Schedule> build_flat_barrier(const CollArgs& a) {
+    auto sched = start(a);
+    Schedule& s = *sched;
+    if (a.size > 1) {
+        s.publish(Region(Buf::Send, 0), 0, 0);
+        for (int r = 0; r < a.size; ++r)
+            if (r != a.rank) s.await(r);
     }
     s.finalize();
     return sched;
