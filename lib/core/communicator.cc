@@ -316,10 +316,13 @@ bool Communicator::progress(Operation* target) {
 }
 
 void Communicator::wait(Operation* op) {
+    constexpr unsigned kIdleEvery = 8;
     unsigned idle = 0;
     while (!progress(op)) {
-        waiter_.pause(++idle);
         if (waiter_.just_moved()) idle = 0;
+        ++idle;
+        if (idle_fn_ && idle % kIdleEvery == 0) idle_fn_(idle_arg_);
+        waiter_.pause(idle);
     }
 }
 

@@ -66,6 +66,11 @@ public:
 
     // For messages: "comm 3 (4 ranks)"; the number is the same on every rank.
     std::string name() const;
+    // Called while wait() idles, every kIdleEvery polls without progress.
+    void set_idle(void (*fn)(void*), void* arg) {
+        idle_fn_ = fn;
+        idle_arg_ = arg;
+    }
     bool failed() const { return failed_; }
     const std::string& failure() const { return failure_; }
     std::string& last_error() { return last_error_; }
@@ -117,6 +122,8 @@ private:
     uint64_t next_seq_ = 0;
     uint64_t next_slot_op_ = 0;
     uint64_t id_ = 0;  // agreed at creation
+    void (*idle_fn_)(void*) = nullptr;
+    void* idle_arg_ = nullptr;
     bool failed_ = false;
     uint64_t failed_from_ = 0;
     chorus_result_t failed_code_ = CHORUS_ERR_COMM_FAILED;
