@@ -126,7 +126,9 @@ contains
     real(c_double) :: x, y
     double precision :: t0
     integer :: before
-    call ok_call(chorus_comm_set_idle(comm, c_funloc(count_idle), c_null_ptr), 'chorus_comm_set_idle')
+    type(c_funptr) :: hook
+    hook = c_funloc(count_idle)
+    call ok_call(chorus_comm_set_idle(comm, hook, c_null_ptr), 'chorus_comm_set_idle')
     x = 1
     if (me == np - 1) then
       t0 = MPI_Wtime()
