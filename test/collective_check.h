@@ -71,6 +71,8 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
     args.op = c.op;
     args.root = c.root;
     args.size = p;
+    // As chorus_reduce_scatter says it (validate.cc): sendbuf == recvbuf.
+    args.in_place = c.in_place && c.coll == Collective::ReduceScatter;
     const size_t total = c.coll == Collective::ReduceScatter ? args.total_count() : c.count;
 
     // Inputs and the expected output of every rank (in elements).
