@@ -82,9 +82,12 @@ public:
     // rank + 2, ... (fixed, so one rank computes each element, the same way
     // every time). `landing` (scratch elements, count of them) is where data
     // lands if it must be sent instead. Piece k starts after after[k] if
-    // given. Returns the last step of each piece (the AVG division included).
+    // given (or after every step of after_all[k]); with `serial`, also after
+    // piece k-1. Returns the last step of each piece (the AVG division
+    // included).
     std::vector<StepId> reduce_block(uint32_t phase, size_t block_elem, size_t count, Buf dst, size_t dst_elem,
-                                     size_t landing, const std::vector<StepId>& after = {}) {
+                                     size_t landing, const std::vector<StepId>& after = {},
+                                     const std::vector<std::vector<StepId>>& after_all = {}, bool serial = false) {
         std::vector<StepId> out;
         const int p = a_.size, r = a_.rank;
         for (size_t k = 0, n = pieces(count); k < n; ++k) {
@@ -93,12 +96,17 @@ public:
             Region d = at(dst, dst_elem + pc.begin), land = at(Buf::Scratch, landing + pc.begin);
             Region local = at(Buf::Send, block_elem + pc.begin);
             StepId last = 0;
+            const size_t first = s_.num_steps();
             for (int i = 1; i < p; ++i) {
                 const int q = mod(r + i, p);
-                Deps deps = i > 1 ? Deps{last} : after.empty() ? Deps{} : Deps{after.at(out.size())};
+                Deps deps = i > 1                ? Deps{last}
+                            : !after_all.empty() ? Deps(after_all.at(out.size()))
+                            : after.empty()      ? Deps{}
+                                                 : Deps{after.at(out.size())};
                 last = s_.get_reduce(q, os_tag(phase, r, k), d, i == 1 ? local : d, pc.size(), false, land, deps);
             }
             if (p == 1) last = s_.copy(d, local, pc.size() * esize_);
+            if (serial && !out.empty()) s_.add_dep(first, out.back());
             if (a_.op == CHORUS_AVG && p > 1) last = s_.divide(d, pc.size(), p, {last});
             out.push_back(last);
         }
