@@ -133,6 +133,7 @@ void Communicator::fill(coll::CollArgs& args) const {
     args.chunk_bytes = config_.chunk_bytes;
     args.depth = config_.window;
     args.slot_bytes = transport_->slot_bytes();
+    args.one_sided = transport_->one_sided();
 }
 
 Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* recvbuf, void* stream) {
