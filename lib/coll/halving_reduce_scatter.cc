@@ -36,9 +36,9 @@ std::unique_ptr<Schedule> build_halving_reduce_scatter(const CollArgs& a) {
         s.finalize();
         return sched;
     }
-    StepBuilder b(s, a);
-    const size_t es = b.esize();
     const Fold f(p);
+    StepBuilder b(s, a, f.rounds + 2);  // fold, halving, post
+    const size_t es = b.esize();
     std::vector<size_t> off(p + 1);
     for (int i = 0; i < p; ++i) off[i] = a.block_offset(i);
     off[p] = total;
@@ -46,20 +46,20 @@ std::unique_ptr<Schedule> build_halving_reduce_scatter(const CollArgs& a) {
     for (int nr = 0; nr < f.pp; ++nr) sb[nr] = off[f.first_of(nr)];
     sb[f.pp] = total;
 
-    HalvingResult h = halving_reduce_scatter(s, a, sb, 0, true);
+    HalvingResult h = halving_reduce_scatter(s, a, b, sb, 0, true);
     const uint32_t post = h.next_tag;
     const size_t mine = off[r + 1] - off[r];
     if (h.newrank < 0) {
         // In place the block lands over the start of Send: after its readers.
         for_pieces(b, 0, mine, [&](size_t i, size_t e, size_t n) {
-            s.recv(r + 1, tag_of(post, i), b.at(Buf::Recv, e), n * es, h.send_reads.overlapping(e, e + n));
+            s.recv(r + 1, b.tag_of(post, i), b.at(Buf::Recv, e), n * es, h.send_reads.overlapping(e, e + n));
         });
         s.finalize();
         return sched;
     }
     if (r < 2 * f.rem) {
         for_pieces(b, off[r - 1], off[r], [&](size_t i, size_t e, size_t n) {
-            s.send(r - 1, tag_of(post, i), b.at(h.buf, e), n * es, h.last.overlapping(e, e + n));
+            s.send(r - 1, b.tag_of(post, i), b.at(h.buf, e), n * es, h.last.overlapping(e, e + n));
         });
     }
     if (mine) {

@@ -35,24 +35,24 @@ std::unique_ptr<Schedule> build_rabenseifner_allreduce(const CollArgs& a) {
         s.finalize();
         return sched;
     }
-    StepBuilder b(s, a);
+    const Fold f(p);
+    StepBuilder b(s, a, 2 * f.rounds + 2);  // fold, halving, doubling, unfold
     const size_t es = b.esize();
     if (p == 1) {
         s.copy(b.at(Buf::Recv, 0), b.at(Buf::Send, 0), count * es);
         s.finalize();
         return sched;
     }
-    const Fold f(p);
     std::vector<size_t> sb(f.pp + 1);
     for (int nr = 0; nr < f.pp; ++nr) sb[nr] = split(count, f.pp, nr).begin;
     sb[f.pp] = count;
 
-    HalvingResult h = halving_reduce_scatter(s, a, sb, 0, true);
+    HalvingResult h = halving_reduce_scatter(s, a, b, sb, 0, true);
     const int nr = h.newrank;
     const uint32_t unfold_tag = h.next_tag + f.rounds;
     if (nr < 0) {
         for_pieces(b, 0, count, [&](size_t i, size_t e, size_t n) {
-            s.recv(r + 1, tag_of(unfold_tag, i), b.at(Buf::Recv, e), n * es, h.send_reads.overlapping(e, e + n));
+            s.recv(r + 1, b.tag_of(unfold_tag, i), b.at(Buf::Recv, e), n * es, h.send_reads.overlapping(e, e + n));
         });
         s.finalize();
         return sched;
@@ -69,17 +69,17 @@ std::unique_ptr<Schedule> build_rabenseifner_allreduce(const CollArgs& a) {
     for (int mask = 1; mask < f.pp; mask <<= 1, ++step) {
         const int peer = f.rank_of(nr ^ mask), plo = lo ^ mask;
         for_pieces(b, sb[lo], sb[lo + mask], [&](size_t i, size_t e, size_t n) {
-            s.send(peer, tag_of(step, i), b.at(Buf::Recv, e), n * es, wrote.overlapping(e, e + n));
+            s.send(peer, b.tag_of(step, i), b.at(Buf::Recv, e), n * es, wrote.overlapping(e, e + n));
         });
         for_pieces(b, sb[plo], sb[plo + mask], [&](size_t i, size_t e, size_t n) {
             wrote.add(e, e + n,
-                      s.recv(peer, tag_of(step, i), b.at(Buf::Recv, e), n * es, h.send_reads.overlapping(e, e + n)));
+                      s.recv(peer, b.tag_of(step, i), b.at(Buf::Recv, e), n * es, h.send_reads.overlapping(e, e + n)));
         });
         lo = std::min(lo, plo);
     }
     if (r < 2 * f.rem) {
         for_pieces(b, 0, count, [&](size_t i, size_t e, size_t n) {
-            s.send(r - 1, tag_of(unfold_tag, i), b.at(Buf::Recv, e), n * es, wrote.overlapping(e, e + n));
+            s.send(r - 1, b.tag_of(unfold_tag, i), b.at(Buf::Recv, e), n * es, wrote.overlapping(e, e + n));
         });
     }
     s.finalize();

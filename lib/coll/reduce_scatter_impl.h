@@ -1,7 +1,6 @@
-// Pieces shared by the reduction algorithms: a record of which steps touched
-// which element ranges of a buffer, the rank pairing that makes any rank
-// count look like a power of two, and a recursive-halving reduce-scatter over
-// contiguous super-blocks built on both.
+// Pieces shared by the reduction algorithms: the rank pairing that makes any
+// rank count look like a power of two, and a recursive-halving reduce-scatter
+// over contiguous super-blocks built on it (and on RangeSteps, steps.h).
 #pragma once
 
 #include <algorithm>
@@ -10,51 +9,6 @@
 #include "coll/steps.h"
 
 namespace chorus::coll {
-
-// Steps that touched disjoint element ranges of one buffer. A later step on
-// a range depends on the steps whose ranges overlap it.
-class RangeSteps {
-public:
-    void add(size_t begin, size_t end, StepId step) {
-        if (begin == end) return;
-        items_.push_back({begin, end, step});
-        sorted_ = items_.size() < 2 || items_[items_.size() - 2].begin < begin ? sorted_ : false;
-    }
-    std::vector<StepId> overlapping(size_t begin, size_t end) {
-        if (!sorted_) {
-            std::sort(items_.begin(), items_.end(), [](const Item& x, const Item& y) { return x.begin < y.begin; });
-            sorted_ = true;
-        }
-        std::vector<StepId> out;
-        auto it = std::partition_point(items_.begin(), items_.end(), [&](const Item& x) { return x.end <= begin; });
-        for (; it != items_.end() && it->begin < end; ++it) out.push_back(it->step);
-        return out;
-    }
-    template <class F>
-    void for_each(F f) const {
-        for (const Item& x : items_) f(x.begin, x.end, x.step);
-    }
-
-private:
-    struct Item {
-        size_t begin, end;
-        StepId step;
-    };
-    std::vector<Item> items_;
-    bool sorted_ = true;
-};
-
-// Calls f(piece index, first element, elements) for each non-empty piece of
-// the element range [begin, end). Pieces depend only on the range's length,
-// so sender and receiver cut the same range the same way.
-template <class F>
-void for_pieces(const StepBuilder& b, size_t begin, size_t end, F f) {
-    const size_t n = end - begin;
-    for (size_t i = 0, k = b.pieces(n); i < k; ++i) {
-        Range r = b.piece(n, i);
-        if (r.size()) f(i, begin + r.begin, r.size());
-    }
-}
 
 // Folding `size` ranks onto pp = pow2_floor(size): of the first 2*rem ranks,
 // each even rank hands its data to the odd rank above it and sits out; the
@@ -82,12 +36,12 @@ struct HalvingResult {
 
 // Recursive-halving reduce-scatter of the send buffer (sb.back() elements)
 // where new rank nr ends with the reduction of elements [sb[nr], sb[nr+1]).
-// Step numbers tag .. tag+rounds; scratch elements [0, 2*total): an
-// accumulator, then a receive area, both laid out like the message. With
-// `finish_avg`, AVG is divided once here, by the super-block's owner.
-inline HalvingResult halving_reduce_scatter(Schedule& s, const CollArgs& a, const std::vector<size_t>& sb, uint32_t tag,
-                                            bool finish_avg) {
-    StepBuilder b(s, a);
+// Step numbers tag .. tag+rounds (b's tag space must hold them); scratch
+// elements [0, 2*total): an accumulator, then a receive area, both laid out
+// like the message. With `finish_avg`, AVG is divided once here, by the
+// super-block's owner.
+inline HalvingResult halving_reduce_scatter(Schedule& s, const CollArgs& a, const StepBuilder& b,
+                                            const std::vector<size_t>& sb, uint32_t tag, bool finish_avg) {
     const Fold f(a.size);
     const int r = a.rank;
     const size_t total = sb.back(), es = b.esize();
@@ -103,12 +57,12 @@ inline HalvingResult halving_reduce_scatter(Schedule& s, const CollArgs& a, cons
     if (r < 2 * f.rem) {
         if (r % 2 == 0) {
             for_pieces(b, 0, total, [&](size_t i, size_t e, size_t n) {
-                out.send_reads.add(e, e + n, s.send(r + 1, tag_of(tag, i), b.at(Buf::Send, e), n * es));
+                out.send_reads.add(e, e + n, s.send(r + 1, b.tag_of(tag, i), b.at(Buf::Send, e), n * es));
             });
             return out;
         }
         for_pieces(b, 0, total, [&](size_t i, size_t e, size_t n) {
-            StepId rv = s.recv(r - 1, tag_of(tag, i), tmp(e), n * es);
+            StepId rv = s.recv(r - 1, b.tag_of(tag, i), tmp(e), n * es);
             StepId red = s.reduce(acc(e), tmp(e), b.at(Buf::Send, e), n, {rv});
             prev.add(e, e + n, red);
             out.send_reads.add(e, e + n, red);
@@ -127,14 +81,14 @@ inline HalvingResult halving_reduce_scatter(Schedule& s, const CollArgs& a, cons
         const size_t give_b = low ? sb[mid] : sb[lo], give_e = low ? sb[hi] : sb[mid];
         (low ? hi : lo) = mid;
         for_pieces(b, give_b, give_e, [&](size_t i, size_t e, size_t n) {
-            StepId id = s.send(peer, tag_of(step, i), b.at(mine, e), n * es, prev.overlapping(e, e + n));
+            StepId id = s.send(peer, b.tag_of(step, i), b.at(mine, e), n * es, prev.overlapping(e, e + n));
             if (mine == Buf::Send) out.send_reads.add(e, e + n, id);
         });
         RangeSteps cur;
         for_pieces(b, keep_b, keep_e, [&](size_t i, size_t e, size_t n) {
             // The receive area and the accumulator here were last used by
             // the previous round's reductions of this range.
-            StepId rv = s.recv(peer, tag_of(step, i), tmp(e), n * es, prev.overlapping(e, e + n));
+            StepId rv = s.recv(peer, b.tag_of(step, i), tmp(e), n * es, prev.overlapping(e, e + n));
             StepId red = pnr < nr ? s.reduce(acc(e), tmp(e), b.at(mine, e), n, {rv})
                                   : s.reduce(acc(e), b.at(mine, e), tmp(e), n, {rv});
             cur.add(e, e + n, red);

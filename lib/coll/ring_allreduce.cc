@@ -22,6 +22,7 @@
 
 #include "coll/algorithm.h"
 #include "coll/partition.h"
+#include "coll/steps.h"
 #include "reduce/datatype.h"
 
 namespace chorus::coll {
@@ -43,9 +44,10 @@ std::unique_ptr<Schedule> build_ring_allreduce(const CollArgs& a) {
     }
     const int next = ring_next(r, p), prev = ring_prev(r, p);
     const size_t max_block = split(a.count, p, 0).size();
-    size_t chunks = num_chunks(max_block, std::max<size_t>(1, a.chunk_bytes / esize));
-    // Keep every message's tag inside the wire tag's step field.
-    chunks = std::min<size_t>(chunks, std::max<size_t>(1, (kMaxStepTag + 1ull) / (2 * (p - 1))));
+    // Tags: step (phase, s) is phase * (p-1) + s; chunk c is the piece.
+    const TagSpace tags(2 * static_cast<uint64_t>(p - 1));
+    const size_t chunks =
+        std::min(tags.max_pieces(), num_chunks(max_block, std::max<size_t>(1, a.chunk_bytes / esize)));
     const size_t slot_bytes = ceil_div(max_block, chunks) * esize;
     const size_t nslots = std::max<size_t>(1, std::min<size_t>(a.depth, chunks * (p - 1)));
     s.need_scratch(nslots * slot_bytes);
@@ -57,7 +59,7 @@ std::unique_ptr<Schedule> build_ring_allreduce(const CollArgs& a) {
         return Range{blk.begin + sub.begin, blk.begin + sub.end};
     };
     auto tag = [&](int phase, int step, size_t c) {
-        return static_cast<uint32_t>((static_cast<size_t>(phase) * (p - 1) + step) * chunks + c);
+        return tags.tag(static_cast<uint64_t>(phase) * (p - 1) + step, c);
     };
     std::vector<StepId> slot_last_use(nslots, 0);
     std::vector<bool> slot_used(nslots, false);

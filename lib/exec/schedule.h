@@ -115,6 +115,11 @@ public:
     int divisor() const { return divisor_; }
     size_t scratch_bytes() const { return scratch_bytes_; }
     size_t num_transfers() const;
+    // Throws Error(CHORUS_ERR_INTERNAL) unless every message is told apart on
+    // the wire: no two sends to one peer, and no two receives from one peer,
+    // share a tag. Costs a sort of the transfers; for tests and tools (a
+    // builder already checks each transfer's peer, tag range and size).
+    void check_tags() const;
     // Multi-line listing of the steps, for debugging and tests.
     std::string dump() const;
 
