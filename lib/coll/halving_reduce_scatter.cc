@@ -13,9 +13,11 @@
 //     piece, so piece i is reduced while piece i+1 arrives.
 //   post: each odd rank of the fold sends the even rank its block.
 //
-// Partial results live in scratch (an accumulator and a receive area, laid
-// out like the input). The block reaches the receive buffer last, after every
-// read of the send buffer, because in place it aliases the start of Send.
+// Partial results live in scratch: an accumulator for the half of the input
+// a rank keeps after the first round (the whole input on the odd ranks of
+// the fold), and a ring of `depth` slots the pieces arrive in. The block
+// reaches the receive buffer last, after every read of the send buffer,
+// because in place it aliases the start of Send.
 //
 // Cost: log2(pp) rounds, plus 2 when size is not a power of two. With blocks
 // of equal size and M the total input, each remaining rank sends and receives
@@ -59,13 +61,13 @@ std::unique_ptr<Schedule> build_halving_reduce_scatter(const CollArgs& a) {
     }
     if (r < 2 * f.rem) {
         for_pieces(b, off[r - 1], off[r], [&](size_t i, size_t e, size_t n) {
-            s.send(r - 1, b.tag_of(post, i), b.at(h.buf, e), n * es, h.last.overlapping(e, e + n));
+            s.send(r - 1, b.tag_of(post, i), h.at(b, e), n * es, h.last.overlapping(e, e + n));
         });
     }
     if (mine) {
         std::vector<StepId> deps = h.last.overlapping(off[r], off[r + 1]);
         append(deps, h.send_reads.overlapping(0, mine));
-        s.copy(b.at(Buf::Recv, 0), b.at(h.buf, off[r]), mine * es, deps);
+        s.copy(b.at(Buf::Recv, 0), h.at(b, off[r]), mine * es, deps);
     }
     s.finalize();
     return sched;

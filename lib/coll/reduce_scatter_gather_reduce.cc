@@ -42,7 +42,7 @@ std::unique_ptr<Schedule> build_reduce_scatter_gather_reduce(const CollArgs& a) 
     if (r != a.root) {
         if (h.newrank >= 0) {
             for_pieces(b, sb[h.newrank], sb[h.newrank + 1], [&](size_t i, size_t e, size_t n) {
-                s.send(a.root, b.tag_of(tag, i), b.at(h.buf, e), n * es, h.last.overlapping(e, e + n));
+                s.send(a.root, b.tag_of(tag, i), h.at(b, e), n * es, h.last.overlapping(e, e + n));
             });
         }
         s.finalize();
@@ -60,7 +60,7 @@ std::unique_ptr<Schedule> build_reduce_scatter_gather_reduce(const CollArgs& a) 
             h.last.for_each([&](size_t e0, size_t e1, StepId st) {
                 std::vector<StepId> deps = h.send_reads.overlapping(e0, e1);
                 deps.push_back(st);
-                s.copy(b.at(Buf::Recv, e0), b.at(h.buf, e0), (e1 - e0) * es, deps);
+                s.copy(b.at(Buf::Recv, e0), h.at(b, e0), (e1 - e0) * es, deps);
             });
         }
     }
