@@ -1,12 +1,36 @@
 // Predicted run time of a collective, computed from the schedules the
-// algorithms build (not from formulas written a second time): every rank's
-// schedule is simulated together, step by step.
+// algorithms build (not from formulas written a second time): the ranks'
+// schedules are simulated together, step by step.
 //
 // The machine model (alpha-beta with ports): a message of n bytes takes
 // alpha + n / bandwidth; it starts when both its send and its receive are
 // ready and the sender's outgoing and the receiver's incoming port are free,
 // and occupies both ports for n / bandwidth. Reductions and copies run on
-// their rank's CPU, one at a time, at their own per-byte rates.
+// their rank's CPU, one at a time, at their own per-byte rates. Steps ready
+// at the same time are taken in the order (time, step index, rank), so the
+// outcome never depends on how a queue breaks ties.
+//
+// Which ranks are simulated (SimMode):
+//   Symmetric  the schedules are images of rank 0's under a relabelling of
+//              the ranks that all of them share: rank r's is rank 0's with
+//              every peer q replaced by q + r (mod size; rings, Bruck) or
+//              q xor r (power-of-two sizes; recursive doubling and halving),
+//              with the same kinds, tags, sizes and dependencies, step by
+//              step. Checked on rank 0 against ranks 1, size/2 + 1 and
+//              size - 1. Every rank then lives the same timeline, so rank 0
+//              alone is simulated, its send with tag T standing for the
+//              matching send of its peer: exact, at the cost of one rank.
+//   Full       every rank, while their steps add up to at most
+//              max_simulated_steps: exact.
+//   Sampled    beyond that budget: as many ranks as fit it, chosen so that
+//              the ranks each one receives from come with it (the whole
+//              path down a tree, a run of a ring): rank 0 and evenly spaced
+//              ranks first. A message from a rank left out is taken to
+//              leave when this rank's own send with the same tag starts (as
+//              far along as this rank), or as soon as the receive is ready
+//              when there is no such send; a message to a rank left out
+//              finds its receive ready. An approximation: optimistic where
+//              ranks left out would be late.
 #pragma once
 
 #include <string>
@@ -16,25 +40,38 @@
 namespace chorus::coll {
 
 struct CostParams {
-    double alpha_us = 1.5;        // per message (latency + software overhead)
-    double rendezvous_us = 2.5;   // more per message above eager_bytes (rendezvous handshake, page pinning)
+    double alpha_us = 1.5;       // per message (latency + software overhead)
+    double rendezvous_us = 2.5;  // more per message above eager_bytes (rendezvous handshake, page pinning)
     size_t eager_bytes = 8192;
-    double bandwidth_gbs = 6.0;   // per link direction
-    double reduce_gbs = 6.0;      // bytes of output per second of a reduction
-    double copy_gbs = 8.0;        // memcpy
-    // Every rank's schedule is simulated while the group's steps (this many
-    // in all) fit; beyond, the model follows rank 0 alone and takes each
-    // receive's sender to be as far along as rank 0 itself (a message with
-    // tag T arrives after rank 0's own send with tag T starts): exact for
-    // rank-symmetric algorithms such as ring, recursive doubling, halving and
-    // Bruck; for a rank that only receives (a tree's leaves) it is optimistic.
+    double bandwidth_gbs = 6.0;  // per link direction
+    double reduce_gbs = 6.0;     // bytes of output per second of a reduction
+    double copy_gbs = 8.0;       // memcpy
+    // Steps (about 40 bytes each in the simulation) of the ranks simulated
+    // when the schedules are not symmetric; see SimMode.
     size_t max_simulated_steps = 1000000;
+    // Simulate rank 0 alone when the schedules are symmetric (off: every
+    // rank, within the budget; for tests of the symmetric shortcut).
+    bool use_symmetry = true;
 
     std::string describe() const;
 };
 
-// Predicted microseconds for `algo` on these arguments (rank is ignored:
-// the whole group is modelled).
-double predict_us(const Algorithm& algo, const CollArgs& args, const CostParams& params);
+enum class SimMode { Symmetric, Full, Sampled };
+const char* sim_mode_name(SimMode m);
+
+struct Prediction {
+    double us = 0;
+    SimMode mode = SimMode::Full;
+    int ranks = 0;     // ranks whose schedules were simulated
+    size_t steps = 0;  // their steps
+    bool exact() const { return mode != SimMode::Sampled; }
+};
+
+// Predicted time for `algo` on these arguments (args.rank is ignored: the
+// whole group is modelled).
+Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams& params);
+inline double predict_us(const Algorithm& algo, const CollArgs& args, const CostParams& params) {
+    return predict(algo, args, params).us;
+}
 
 }  // namespace chorus::coll

@@ -1,0 +1,268 @@
+#include "coll/simulation.h"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+#include <tuple>
+#include <utility>
+
+#include "base/error.h"
+#include "reduce/datatype.h"
+
+namespace chorus::coll {
+
+namespace {
+
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+// Node::lockstep values.
+constexpr uint8_t kWaitsForOwnSend = 1;  // a receive from a rank not simulated
+constexpr uint8_t kAwaited = 2;          // a send such a receive waits for
+
+bool is_transfer(StepKind k) {
+    return k == StepKind::Send || k == StepKind::Recv;
+}
+
+}  // namespace
+
+SimGroup::SimGroup(int size, chorus_datatype_t dtype)
+    : size_(size), esize_(datatype_size(dtype)), index_(static_cast<size_t>(size), -1) {}
+
+void SimGroup::reserve(size_t steps) {
+    nodes_.reserve(steps + 1);
+    out_.reserve(2 * steps);
+    xfers_.reserve(steps);
+}
+
+void SimGroup::add(int rank, const Schedule& s) {
+    if (index_[rank] >= 0) return;
+    const uint64_t base = steps();
+    if (base + s.num_steps() >= kNone) fail(CHORUS_ERR_INTERNAL, "cost model: too many steps to simulate");
+    const uint32_t who = static_cast<uint32_t>(ranks_.size());
+    index_[rank] = static_cast<int>(who);
+    ranks_.push_back(rank);
+    base_.push_back(static_cast<uint32_t>(base));
+    xfer_base_.push_back(xfers_.size());
+    nodes_.pop_back();  // the end marker
+    for (StepId k = 0; k < s.num_steps(); ++k) {
+        const Step& st = s.steps()[k];
+        const uint32_t id = static_cast<uint32_t>(base + k);
+        const bool elementwise = st.kind == StepKind::Reduce || st.kind == StepKind::Divide;
+        Node n{};
+        n.bytes = elementwise ? st.count * esize_ : st.bytes;
+        n.kind = static_cast<uint64_t>(st.kind);
+        n.owner = who;
+        n.left = s.ndeps(k);
+        n.partner = kNone;
+        n.out_begin = static_cast<uint32_t>(out_.size());
+        nodes_.push_back(n);
+        const uint32_t* d = s.dependents_of(k);
+        for (uint32_t i = 0; i < s.ndependents(k); ++i) out_.push_back(static_cast<uint32_t>(base + d[i]));
+        if (is_transfer(st.kind)) xfers_.push_back({st.peer, st.tag, id, st.kind == StepKind::Send});
+    }
+    if (out_.size() >= kNone) fail(CHORUS_ERR_INTERNAL, "cost model: too many dependencies to simulate");
+    Node end{};
+    end.out_begin = static_cast<uint32_t>(out_.size());
+    nodes_.push_back(end);
+}
+
+void SimGroup::pair(Outside outside) {
+    xfer_base_.push_back(xfers_.size());
+    auto key = [](const Xfer& x) { return std::make_tuple(x.send, x.peer, x.tag, x.step); };
+    auto before = [&](const Xfer& x, const Xfer& y) { return key(x) < key(y); };
+    for (int i = 0; i < ranks(); ++i)
+        std::sort(xfers_.begin() + xfer_base_[i], xfers_.begin() + xfer_base_[i + 1], before);
+
+    // Between simulated ranks: a send to q meets q's receive from us with
+    // the same tag and size.
+    for (int i = 0; i < ranks(); ++i) {
+        const int me = ranks_[i];
+        for (size_t j = xfer_base_[i]; j < xfer_base_[i + 1]; ++j) {
+            const Xfer& x = xfers_[j];
+            if (!x.send || index_[x.peer] < 0) continue;
+            const int q = index_[x.peer];
+            auto b = xfers_.begin() + xfer_base_[q], e = xfers_.begin() + xfer_base_[q + 1];
+            auto it = std::lower_bound(b, e, Xfer{me, x.tag, 0, false}, before);
+            while (it != e && !it->send && it->peer == me && it->tag == x.tag && nodes_[it->step].partner != kNone)
+                ++it;
+            if (it == e || it->send || it->peer != me || it->tag != x.tag ||
+                nodes_[it->step].bytes != nodes_[x.step].bytes)
+                fail(CHORUS_ERR_INTERNAL, "cost model: rank ", me, " sends ", uint64_t(nodes_[x.step].bytes),
+                     " bytes with tag ", x.tag, " to rank ", x.peer, ", which receives no such message");
+            nodes_[x.step].partner = it->step;
+            nodes_[it->step].partner = x.step;
+        }
+    }
+    for (int i = 0; i < ranks(); ++i) {
+        for (size_t j = xfer_base_[i]; j < xfer_base_[i + 1]; ++j) {
+            const Xfer& x = xfers_[j];
+            if (!x.send && index_[x.peer] >= 0 && nodes_[x.step].partner == kNone)
+                fail(CHORUS_ERR_INTERNAL, "cost model: rank ", ranks_[i], " receives tag ", x.tag, " from rank ",
+                     x.peer, ", which sends no such message");
+        }
+        pair_outside(xfer_base_[i], xfer_base_[i + 1], outside);
+    }
+    xfers_.clear();
+    xfers_.shrink_to_fit();
+}
+
+void SimGroup::pair_outside(size_t begin, size_t end, Outside outside) {
+    // This rank's sends (Mirror: those to ranks not simulated) and its
+    // receives from ranks not simulated, by (tag, step).
+    std::vector<std::pair<uint32_t, uint32_t>> sends, recvs;
+    for (size_t j = begin; j < end; ++j) {
+        const Xfer& x = xfers_[j];
+        if (x.send && (outside == Outside::Lockstep || index_[x.peer] < 0)) sends.emplace_back(x.tag, x.step);
+        if (!x.send && index_[x.peer] < 0) recvs.emplace_back(x.tag, x.step);
+    }
+    std::sort(sends.begin(), sends.end());
+    std::sort(recvs.begin(), recvs.end());
+    if (outside == Outside::Mirror) {
+        // The caller checked that each tag goes once each way.
+        if (sends.size() != recvs.size())
+            fail(CHORUS_ERR_INTERNAL, "cost model: a symmetric schedule whose sends and receives do not pair");
+        for (size_t j = 0; j < sends.size(); ++j) {
+            if (sends[j].first != recvs[j].first)
+                fail(CHORUS_ERR_INTERNAL, "cost model: a symmetric schedule without a receive of tag ", sends[j].first);
+            nodes_[sends[j].second].partner = recvs[j].second;
+            nodes_[recvs[j].second].partner = sends[j].second;
+        }
+        return;
+    }
+    for (auto [tag, step] : recvs) {
+        auto it = std::lower_bound(sends.begin(), sends.end(), std::make_pair(tag, uint32_t(0)));
+        const uint32_t s = it != sends.end() && it->first == tag ? it->second : kNone;
+        nodes_[step].lockstep = kWaitsForOwnSend;
+        nodes_[step].partner = s;
+        if (s != kNone) nodes_[s].lockstep = kAwaited;
+    }
+}
+
+double SimGroup::simulate(const CostParams& p, Outside outside) {
+    pair(outside);
+    const uint32_t n = static_cast<uint32_t>(steps());
+    std::vector<double> cpu(ranks(), 0.0), out(ranks(), 0.0), in(ranks(), 0.0);
+    struct Event {
+        double time;
+        uint32_t local;  // step index in its rank's schedule
+        uint32_t who;
+    };
+    auto later = [](const Event& x, const Event& y) {
+        return std::tie(x.time, x.local, x.who) > std::tie(y.time, y.local, y.who);
+    };
+    std::priority_queue<Event, std::vector<Event>, decltype(later)> queue(later);
+    // Lockstep: the receives waiting for their rank's own send to start (a
+    // list per send: head, next). When nothing else can run (the send they
+    // wait for needs them first), the one ready first is released as if its
+    // data had come when it was ready: `stuck` orders them by time, filled
+    // from `waited` only then. A send that has started is done, and its
+    // `ready` becomes its start.
+    const bool lockstep = outside == Outside::Lockstep;
+    std::vector<uint32_t> head(lockstep ? n : 0, kNone), next(lockstep ? n : 0, kNone), waited;
+    std::priority_queue<std::pair<double, uint32_t>, std::vector<std::pair<double, uint32_t>>, std::greater<>> stuck;
+    double end = 0;
+    size_t done = 0;
+
+    auto us = [](uint64_t bytes, double gbs) { return static_cast<double>(bytes) / (gbs * 1e3); };
+    auto alpha = [&](uint64_t bytes) { return p.alpha_us + (bytes > p.eager_bytes ? p.rendezvous_us : 0.0); };
+    auto complete = [&](uint32_t s, double t) {
+        nodes_[s].state = 2;
+        ++done;
+        end = std::max(end, t);
+        for (uint32_t i = nodes_[s].out_begin, e = nodes_[s + 1].out_begin; i < e; ++i) {
+            Node& d = nodes_[out_[i]];
+            d.ready = std::max(d.ready, t);
+            if (--d.left == 0) queue.push({d.ready, out_[i] - base_[d.owner], d.owner});
+        }
+    };
+    // A receive whose data leaves its sender at `leaves`.
+    auto arrive = [&](uint32_t r, double leaves) {
+        Node& x = nodes_[r];
+        const double start = std::max({leaves, x.ready, in[x.owner]}), wire = us(x.bytes, p.bandwidth_gbs);
+        in[x.owner] = start + wire;
+        complete(r, start + alpha(x.bytes) + wire);
+    };
+    auto started_at = [&](uint32_t s, double start) {
+        if (nodes_[s].lockstep != kAwaited) return;
+        nodes_[s].ready = start;
+        for (uint32_t r = head[s]; r != kNone; r = next[r])
+            if (nodes_[r].state != 2) arrive(r, start);
+        head[s] = kNone;
+    };
+    auto step = [&](uint32_t s) {
+        Node& x = nodes_[s];
+        const StepKind k = static_cast<StepKind>(x.kind);
+        if (!is_transfer(k)) {
+            const double start = std::max(x.ready, cpu[x.owner]);
+            cpu[x.owner] = start + us(x.bytes, k == StepKind::Copy ? p.copy_gbs : p.reduce_gbs);
+            complete(s, cpu[x.owner]);
+            return;
+        }
+        const uint32_t y = x.partner;
+        if (x.lockstep == kWaitsForOwnSend) {
+            if (y == kNone) return arrive(s, x.ready);
+            if (nodes_[y].state == 2) return arrive(s, nodes_[y].ready);
+            x.state = 1;
+            next[s] = head[y];
+            head[y] = s;
+            waited.push_back(s);
+            return;
+        }
+        if (y == kNone) {  // to a rank not simulated: its receive is ready
+            const double start = std::max(x.ready, out[x.owner]), wire = us(x.bytes, p.bandwidth_gbs);
+            out[x.owner] = start + wire;
+            complete(s, start + alpha(x.bytes) + wire);
+            return started_at(s, start);
+        }
+        Node& other = nodes_[y];
+        if (other.state != 1) {
+            x.state = 1;
+            return;
+        }
+        const uint32_t snd = k == StepKind::Send ? s : y, rcv = k == StepKind::Send ? y : s;
+        Node &a = nodes_[snd], &b = nodes_[rcv];
+        const double start = std::max({a.ready, b.ready, out[a.owner], in[b.owner]});
+        const double wire = us(a.bytes, p.bandwidth_gbs), finish = start + alpha(a.bytes) + wire;
+        out[a.owner] = in[b.owner] = start + wire;
+        complete(snd, finish);
+        complete(rcv, finish);
+        started_at(snd, start);
+    };
+
+    // The steps ready from the start, in the queue's order (time 0, step
+    // index, rank) without the queue: a counting sort by step index, stable
+    // in rank. Nothing becomes ready at time 0 later (every step takes time).
+    {
+        std::vector<uint32_t> at(1, 0), first;
+        for (uint32_t s = 0; s < n; ++s) {
+            if (nodes_[s].left) continue;
+            const uint32_t local = s - base_[nodes_[s].owner];
+            if (at.size() < local + 2) at.resize(local + 2, 0);
+            ++at[local + 1];
+        }
+        for (size_t i = 1; i < at.size(); ++i) at[i] += at[i - 1];
+        first.resize(at.back());
+        for (uint32_t s = 0; s < n; ++s)
+            if (!nodes_[s].left) first[at[s - base_[nodes_[s].owner]]++] = s;
+        for (uint32_t s : first) step(s);
+    }
+    for (;;) {
+        while (!queue.empty()) {
+            const Event e = queue.top();
+            queue.pop();
+            step(base_[e.who] + e.local);
+        }
+        for (uint32_t r : waited)
+            if (nodes_[r].state != 2) stuck.emplace(nodes_[r].ready, r);
+        waited.clear();
+        while (!stuck.empty() && nodes_[stuck.top().second].state == 2) stuck.pop();
+        if (stuck.empty()) break;
+        const auto [t, r] = stuck.top();
+        stuck.pop();
+        arrive(r, t);
+    }
+    if (done != n)
+        fail(CHORUS_ERR_INTERNAL, "cost model: ", n - done, " of ", n, " steps never ran (a cycle of dependencies)");
+    return end;
+}
+
+}  // namespace chorus::coll
