@@ -34,7 +34,11 @@ TEST_CASE("the selector returns a supported algorithm for every collective, size
                 const Choice& choice = sel.choose(a);
                 REQUIRE(choice.algorithm != nullptr);
                 REQUIRE(choice.algorithm->coll == Collective(c));
-                REQUIRE(choice.predictions.size() == algorithms_for(Collective(c)).size());
+                // Every algorithm that supports the arguments is weighed.
+                size_t supported = 0;
+                for (const Algorithm& alg : algorithms_for(Collective(c)))
+                    if (!alg.supports || alg.supports(a)) ++supported;
+                REQUIRE(choice.predictions.size() == supported);
                 // The chosen one really builds a schedule for these arguments.
                 a.rank = p - 1;
                 REQUIRE(choice.algorithm->build(a) != nullptr);
@@ -129,6 +133,7 @@ TEST_CASE("simulating rank 0 of symmetric schedules predicts what simulating eve
                         a.op = op;
                         a.chunk_bytes = 1024;
                         a.depth = 4;
+                        if (algo.supports && !algo.supports(a)) continue;  // the slots: one host's ranks only
                         CAPTURE(algo.name, collective_name(algo.coll), p, bytes, op);
                         Prediction full = predict(algo, a, every), fast = predict(algo, a, shortcut);
                         REQUIRE(full.mode == SimMode::Full);
@@ -181,12 +186,57 @@ std::unique_ptr<Schedule> mismatched(const CollArgs& a) {
     s->finalize();
     return s;
 }
+// Rank 0 awaits rank 1's slot, which rank 1 never publishes.
+std::unique_ptr<Schedule> unpublished(const CollArgs& a) {
+    auto s = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
+    if (a.rank == 0) s->copy(Region(Buf::Recv, 0), Region::slot(1, 0), 4, {s->await(1)});
+    s->finalize();
+    return s;
+}
 }  // namespace
 
 TEST_CASE("the model refuses schedules whose messages do not match", "[unit][costmodel]") {
     const Algorithm broken{Collective::Broadcast, "mismatched", mismatched, nullptr};
     CollArgs a = args_for(Collective::Broadcast, 2, 4);
     REQUIRE_THROWS_WITH(predict(broken, a, CostParams{}), Catch::Contains("no such message"));
+    const Algorithm never{Collective::Broadcast, "unpublished", unpublished, nullptr};
+    REQUIRE_THROWS_WITH(predict(never, a, CostParams{}), Catch::Contains("publishes none"));
+}
+
+TEST_CASE("a publish costs a copy and an await ends the slot's latency after the peer's publish",
+          "[unit][costmodel]") {
+    CostParams params;
+    params.all_local = true;
+    const double copy_us = 4096 / (params.copy_gbs * 1e3), reduce_us = 4096 / (params.reduce_gbs * 1e3);
+    // Every rank publishes, awaits the three others, and reduces four slots
+    // in rank order (three reductions) once the slots are there.
+    CollArgs a = args_for(Collective::Allreduce, 4, 4096);
+    a.slot_bytes = 16368;
+    Prediction all = predict(find_algorithm(Collective::Allreduce, "shm_flat"), a, params);
+    REQUIRE(all.mode == SimMode::Full);
+    REQUIRE(all.us == Approx(copy_us + params.slot_us + 3 * reduce_us));
+    // The root publishes; the others wait for its slot, then copy out of it.
+    a = args_for(Collective::Broadcast, 16, 4096);
+    a.slot_bytes = 16368;
+    const Algorithm& bcast = find_algorithm(Collective::Broadcast, "shm_flat");
+    Prediction full = predict(bcast, a, params);
+    REQUIRE(full.mode == SimMode::Full);
+    REQUIRE(full.us == Approx(copy_us + params.slot_us + copy_us));
+    // A sample of the ranks: each waits for the root, which is in it.
+    params.max_simulated_steps = full.steps / 3;
+    Prediction part = predict(bcast, a, params);
+    REQUIRE(part.mode == SimMode::Sampled);
+    REQUIRE(part.us == full.us);
+    // The ranks left out of a reduce publish when the root does.
+    a = args_for(Collective::Reduce, 16, 4096);
+    a.slot_bytes = 16368;
+    const Algorithm& reduce = find_algorithm(Collective::Reduce, "shm_flat");
+    params.max_simulated_steps = size_t(1) << 20;
+    full = predict(reduce, a, params);
+    params.max_simulated_steps = full.steps / 2;
+    part = predict(reduce, a, params);
+    REQUIRE(part.mode == SimMode::Sampled);
+    REQUIRE(part.us == Approx(full.us));
 }
 
 TEST_CASE("the selector's choice is within 5% of the best prediction across sizes and rank counts",
@@ -209,4 +259,29 @@ TEST_CASE("the selector's choice is within 5% of the best prediction across size
                 ++points;
             }
     REQUIRE(points > 150);
+}
+
+TEST_CASE("ranks that share memory take the flat shared-memory algorithms for small messages only",
+          "[unit][selector]") {
+    CostParams params;
+    params.all_local = true;
+    Selector sel{params};
+    for (int c = 0; c < kNumCollectives; ++c) {
+        for (int p : {2, 4}) {
+            CollArgs small = args_for(Collective(c), p, 64);
+            small.slot_bytes = 16368;
+            CollArgs large = args_for(Collective(c), p, size_t(4) << 20);
+            large.slot_bytes = 16368;
+            INFO(collective_name(Collective(c)) << " p=" << p);
+            bool has_flat = false;
+            for (const Algorithm& alg : algorithms_for(Collective(c))) has_flat |= alg.name == std::string("shm_flat");
+            if (!has_flat) continue;
+            REQUIRE(sel.choose(small).algorithm->name == std::string("shm_flat"));
+            REQUIRE(sel.choose(large).algorithm->name != std::string("shm_flat"));
+        }
+    }
+    // Without shared slots the flat algorithms are never candidates.
+    Selector remote{CostParams{}};
+    CollArgs a = args_for(Collective::Allreduce, 2, 64);
+    for (const auto& [alg, t] : remote.choose(a).predictions) REQUIRE(alg->name != std::string("shm_flat"));
 }

@@ -86,7 +86,7 @@ Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams
     Prediction out;
     std::unique_ptr<Schedule> s0 = build(0);
 
-    if (params.use_symmetry && p > 1) {
+    if (params.use_symmetry && p > 1 && !s0->uses_slots()) {
         std::vector<int> sample;
         for (int r : {1, p / 2 + 1, p - 1})
             if (r > 0 && r < p && std::find(sample.begin(), sample.end(), r) == sample.end()) sample.push_back(r);

@@ -6,8 +6,10 @@
 // alpha + n / bandwidth; it starts when both its send and its receive are
 // ready and the sender's outgoing and the receiver's incoming port are free,
 // and occupies both ports for n / bandwidth. Reductions and copies run on
-// their rank's CPU, one at a time, at their own per-byte rates. Steps ready
-// at the same time are taken in the order (time, step index, rank), so the
+// their rank's CPU, one at a time, at their own per-byte rates; a publish is
+// a copy into the rank's slot, and an await ends slot_us after the slot it
+// waits for is published (or when it is ready, if later). Steps ready at
+// the same time are taken in the order (time, step index, rank), so the
 // outcome never depends on how a queue breaks ties.
 //
 // Which ranks are simulated (SimMode):
@@ -16,10 +18,11 @@
 //              every peer q replaced by q + r (mod size; rings, Bruck) or
 //              q xor r (power-of-two sizes; recursive doubling and halving),
 //              with the same kinds, tags, sizes and dependencies, step by
-//              step. Checked on rank 0 against ranks 1, size/2 + 1 and
-//              size - 1. Every rank then lives the same timeline, so rank 0
-//              alone is simulated, its send with tag T standing for the
-//              matching send of its peer: exact, at the cost of one rank.
+//              step, with messages only (no slots). Checked on rank 0
+//              against ranks 1, size/2 + 1 and size - 1. Every rank then
+//              lives the same timeline, so rank 0 alone is simulated, its
+//              send with tag T standing for the matching send of its peer:
+//              exact, at the cost of one rank.
 //   Full       every rank, while their steps add up to at most
 //              max_simulated_steps: exact.
 //   Sampled    beyond that budget: as many ranks as fit it, chosen so that
@@ -46,6 +49,12 @@ struct CostParams {
     double bandwidth_gbs = 6.0;  // per link direction
     double reduce_gbs = 6.0;     // bytes of output per second of a reduction
     double copy_gbs = 8.0;       // memcpy
+    // Every rank on one host (Chorus's shared memory): a message of at most
+    // eager_bytes costs local_alpha_us instead of alpha_us, and a published
+    // slot is seen by a peer slot_us after it is written.
+    bool all_local = false;
+    double local_alpha_us = 0.3;
+    double slot_us = 0.1;
     // Steps (about 40 bytes each in the simulation) of the ranks simulated
     // when the schedules are not symmetric; see SimMode.
     size_t max_simulated_steps = 1000000;

@@ -39,7 +39,7 @@ size_t Selector::quarter_class(size_t bytes) {
 const Prediction* Selector::prediction(const Algorithm& algo, const CollArgs& args, size_t bytes) {
     const size_t esize = datatype_size(args.dtype);
     const int avg = args.op == CHORUS_AVG ? 1 : 0;
-    auto key = std::make_pair(Key{static_cast<int>(args.coll), args.size, bytes, esize, avg}, &algo);
+    auto key = std::make_pair(Key{static_cast<int>(args.coll), args.size, bytes, esize, avg, args.slot_bytes}, &algo);
     auto it = predicted_.find(key);
     if (it == predicted_.end()) {
         CollArgs model = args;
@@ -77,7 +77,7 @@ const Choice& Selector::choose(const CollArgs& args, bool* fresh) {
     const size_t esize = datatype_size(args.dtype);
     const size_t msg = args.message_bytes();
     const size_t cls = quarter_class(msg);
-    Key key{static_cast<int>(args.coll), args.size, cls, esize, args.op == CHORUS_AVG ? 1 : 0};
+    Key key{static_cast<int>(args.coll), args.size, cls, esize, args.op == CHORUS_AVG ? 1 : 0, args.slot_bytes};
     auto it = cache_.find(key);
     if (fresh) *fresh = it == cache_.end();
     if (it != cache_.end()) return it->second;

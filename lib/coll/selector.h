@@ -64,8 +64,8 @@ public:
 
 private:
     CostParams params_;
-    // (collective, ranks, class or bytes, element size, AVG)
-    using Key = std::tuple<int, int, size_t, size_t, int>;
+    // (collective, ranks, class or bytes, element size, AVG, slot room)
+    using Key = std::tuple<int, int, size_t, size_t, int, size_t>;
     std::map<Key, Choice> cache_;
     struct Cached {
         bool declined;

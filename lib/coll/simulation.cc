@@ -17,6 +17,9 @@ constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 // Node::lockstep values.
 constexpr uint8_t kWaitsForOwnSend = 1;  // a receive from a rank not simulated
 constexpr uint8_t kAwaited = 2;          // a send such a receive waits for
+// Node::state values (0: it waits for its dependencies).
+constexpr uint8_t kParked = 1;    // for its partner (the other end, the publish it awaits)
+constexpr uint8_t kFinished = 2;  // done
 
 bool is_transfer(StepKind k) {
     return k == StepKind::Send || k == StepKind::Recv;
@@ -42,6 +45,7 @@ void SimGroup::add(int rank, const Schedule& s) {
     ranks_.push_back(rank);
     base_.push_back(static_cast<uint32_t>(base));
     xfer_base_.push_back(xfers_.size());
+    publish_.push_back(kNone);
     nodes_.pop_back();  // the end marker
     for (StepId k = 0; k < s.num_steps(); ++k) {
         const Step& st = s.steps()[k];
@@ -58,6 +62,9 @@ void SimGroup::add(int rank, const Schedule& s) {
         const uint32_t* d = s.dependents_of(k);
         for (uint32_t i = 0; i < s.ndependents(k); ++i) out_.push_back(static_cast<uint32_t>(base + d[i]));
         if (is_transfer(st.kind)) xfers_.push_back({st.peer, st.tag, id, st.kind == StepKind::Send});
+        if (st.kind == StepKind::Publish) publish_[who] = id;
+        if (st.kind == StepKind::Await) awaits_.emplace_back(id, st.peer);
+        has_slots_ |= st.kind == StepKind::Publish || st.kind == StepKind::Await;
     }
     if (out_.size() >= kNone) fail(CHORUS_ERR_INTERNAL, "cost model: too many dependencies to simulate");
     Node end{};
@@ -103,6 +110,25 @@ void SimGroup::pair(Outside outside) {
     }
     xfers_.clear();
     xfers_.shrink_to_fit();
+    pair_awaits();
+}
+
+void SimGroup::pair_awaits() {
+    for (auto [step, peer] : awaits_) {
+        Node& a = nodes_[step];
+        if (index_[peer] >= 0) {
+            a.partner = publish_[index_[peer]];
+            if (a.partner == kNone)
+                fail(CHORUS_ERR_INTERNAL, "cost model: rank ", ranks_[a.owner], " awaits the slot of rank ", peer,
+                     ", which publishes none");
+        } else {
+            // A rank left out publishes when this one does (or at once).
+            a.partner = publish_[a.owner];
+            a.lockstep = kWaitsForOwnSend;
+        }
+    }
+    awaits_.clear();
+    awaits_.shrink_to_fit();
 }
 
 void SimGroup::pair_outside(size_t begin, size_t end, Outside outside) {
@@ -150,22 +176,30 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
         return std::tie(x.time, x.local, x.who) > std::tie(y.time, y.local, y.who);
     };
     std::priority_queue<Event, std::vector<Event>, decltype(later)> queue(later);
-    // Lockstep: the receives waiting for their rank's own send to start (a
-    // list per send: head, next). When nothing else can run (the send they
-    // wait for needs them first), the one ready first is released as if its
-    // data had come when it was ready: `stuck` orders them by time, filled
-    // from `waited` only then. A send that has started is done, and its
-    // `ready` becomes its start.
+    // Steps parked until another step happens (a list per awaited step:
+    // head, next): an await until the publish it waits for, and in
+    // Lockstep a receive until its rank's own send with the tag starts.
+    // Those that wait for their own rank (in `waited`) may wait for what
+    // needs them first: when nothing else can run, the one ready first is
+    // released as if the data had come when it was ready (`stuck` orders
+    // them by time, filled from `waited` only then). A send that has
+    // started, or a publish that is done, keeps its time in `ready`.
     const bool lockstep = outside == Outside::Lockstep;
-    std::vector<uint32_t> head(lockstep ? n : 0, kNone), next(lockstep ? n : 0, kNone), waited;
+    const size_t lists = lockstep || has_slots_ ? n : 0;
+    std::vector<uint32_t> head(lists, kNone), next(lists, kNone), waited;
     std::priority_queue<std::pair<double, uint32_t>, std::vector<std::pair<double, uint32_t>>, std::greater<>> stuck;
     double end = 0;
     size_t done = 0;
 
     auto us = [](uint64_t bytes, double gbs) { return static_cast<double>(bytes) / (gbs * 1e3); };
-    auto alpha = [&](uint64_t bytes) { return p.alpha_us + (bytes > p.eager_bytes ? p.rendezvous_us : 0.0); };
+    // Above the eager size a rendezvous too; within one host's shared
+    // memory, less.
+    auto alpha = [&](uint64_t bytes) {
+        if (bytes > p.eager_bytes) return p.alpha_us + p.rendezvous_us;
+        return p.all_local ? p.local_alpha_us : p.alpha_us;
+    };
     auto complete = [&](uint32_t s, double t) {
-        nodes_[s].state = 2;
+        nodes_[s].state = kFinished;
         ++done;
         end = std::max(end, t);
         for (uint32_t i = nodes_[s].out_begin, e = nodes_[s + 1].out_begin; i < e; ++i) {
@@ -174,48 +208,62 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
             if (--d.left == 0) queue.push({d.ready, out_[i] - base_[d.owner], d.owner});
         }
     };
-    // A receive whose data leaves its sender at `leaves`.
+    // A receive whose data leaves its sender at `leaves`; an await whose
+    // slot was published at `leaves`.
     auto arrive = [&](uint32_t r, double leaves) {
         Node& x = nodes_[r];
+        if (static_cast<StepKind>(x.kind) == StepKind::Await) return complete(r, std::max(x.ready, leaves + p.slot_us));
         const double start = std::max({leaves, x.ready, in[x.owner]}), wire = us(x.bytes, p.bandwidth_gbs);
         in[x.owner] = start + wire;
         complete(r, start + alpha(x.bytes) + wire);
     };
-    auto started_at = [&](uint32_t s, double start) {
-        if (nodes_[s].lockstep != kAwaited) return;
-        nodes_[s].ready = start;
+    // Step s (a send that started, a publish that is done) happened at `t`.
+    auto happened = [&](uint32_t s, double t) {
+        if (head.empty()) return;
+        nodes_[s].ready = t;
         for (uint32_t r = head[s]; r != kNone; r = next[r])
-            if (nodes_[r].state != 2) arrive(r, start);
+            if (nodes_[r].state != kFinished) arrive(r, t);
         head[s] = kNone;
+    };
+    auto park = [&](uint32_t s, uint32_t on) {
+        nodes_[s].state = kParked;
+        next[s] = head[on];
+        head[on] = s;
+        if (nodes_[s].lockstep == kWaitsForOwnSend) waited.push_back(s);
     };
     auto step = [&](uint32_t s) {
         Node& x = nodes_[s];
         const StepKind k = static_cast<StepKind>(x.kind);
+        const uint32_t y = x.partner;
+        if (k == StepKind::Await) {
+            if (y == kNone) return arrive(s, x.ready);  // for a rank left out, which publishes at once
+            if (nodes_[y].state == kFinished) return arrive(s, nodes_[y].ready);
+            return park(s, y);
+        }
         if (!is_transfer(k)) {
             const double start = std::max(x.ready, cpu[x.owner]);
-            cpu[x.owner] = start + us(x.bytes, k == StepKind::Copy ? p.copy_gbs : p.reduce_gbs);
-            complete(s, cpu[x.owner]);
+            const bool copies = k == StepKind::Copy || k == StepKind::Publish;
+            cpu[x.owner] = start + us(x.bytes, copies ? p.copy_gbs : p.reduce_gbs);
+            const double t = cpu[x.owner];
+            complete(s, t);
+            if (k == StepKind::Publish) happened(s, t);
             return;
         }
-        const uint32_t y = x.partner;
         if (x.lockstep == kWaitsForOwnSend) {
             if (y == kNone) return arrive(s, x.ready);
-            if (nodes_[y].state == 2) return arrive(s, nodes_[y].ready);
-            x.state = 1;
-            next[s] = head[y];
-            head[y] = s;
-            waited.push_back(s);
-            return;
+            if (nodes_[y].state == kFinished) return arrive(s, nodes_[y].ready);
+            return park(s, y);
         }
         if (y == kNone) {  // to a rank not simulated: its receive is ready
             const double start = std::max(x.ready, out[x.owner]), wire = us(x.bytes, p.bandwidth_gbs);
             out[x.owner] = start + wire;
             complete(s, start + alpha(x.bytes) + wire);
-            return started_at(s, start);
+            if (x.lockstep == kAwaited) happened(s, start);
+            return;
         }
         Node& other = nodes_[y];
-        if (other.state != 1) {
-            x.state = 1;
+        if (other.state != kParked) {
+            x.state = kParked;
             return;
         }
         const uint32_t snd = k == StepKind::Send ? s : y, rcv = k == StepKind::Send ? y : s;
@@ -225,7 +273,7 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
         out[a.owner] = in[b.owner] = start + wire;
         complete(snd, finish);
         complete(rcv, finish);
-        started_at(snd, start);
+        if (a.lockstep == kAwaited) happened(snd, start);
     };
 
     // The steps ready from the start, in the queue's order (time 0, step
@@ -252,9 +300,9 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
             step(base_[e.who] + e.local);
         }
         for (uint32_t r : waited)
-            if (nodes_[r].state != 2) stuck.emplace(nodes_[r].ready, r);
+            if (nodes_[r].state != kFinished) stuck.emplace(nodes_[r].ready, r);
         waited.clear();
-        while (!stuck.empty() && nodes_[stuck.top().second].state == 2) stuck.pop();
+        while (!stuck.empty() && nodes_[stuck.top().second].state == kFinished) stuck.pop();
         if (stuck.empty()) break;
         const auto [t, r] = stuck.top();
         stuck.pop();

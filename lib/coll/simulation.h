@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "coll/cost_model.h"
@@ -19,7 +20,9 @@ public:
     //   Mirror    the peer is rank 0's image (symmetric schedules): a send
     //             with tag T and the receive with tag T of the same rank
     //             are one transfer, in and out of its own ports;
-    //   Lockstep  the peer is as far along as this rank (SimMode::Sampled).
+    //   Lockstep  the peer is as far along as this rank (SimMode::Sampled):
+    //             its message leaves when this rank's own send with the same
+    //             tag starts, its slot is published when this rank's is.
     enum class Outside { Mirror, Lockstep };
 
     SimGroup(int size, chorus_datatype_t dtype);
@@ -30,8 +33,9 @@ public:
     bool has(int rank) const { return index_[rank] >= 0; }
     int ranks() const { return static_cast<int>(ranks_.size()); }
     size_t steps() const { return nodes_.size() - 1; }
-    // Pair every transfer with its counterpart (throws Error naming the first
-    // transfer without one), then run. Returns the time the last step ends.
+    // Pair every transfer with its counterpart and every await with the
+    // publish it waits for (throws Error naming the first one without),
+    // then run. Returns the time the last step ends.
     double simulate(const CostParams& p, Outside outside);
 
 private:
@@ -43,6 +47,7 @@ private:
     };
     void pair(Outside outside);
     void pair_outside(size_t begin, size_t end, Outside outside);
+    void pair_awaits();
 
     // One step, in the 32 bytes the simulation reads when it runs it (its
     // dependents are out_[out_begin, next step's out_begin)).
@@ -54,7 +59,7 @@ private:
         uint64_t lockstep : 2;  // kWaitsForOwnSend, kAwaited (simulation.cc)
         uint32_t owner;         // simulated index of its rank
         uint32_t left;          // dependencies not done
-        uint32_t partner;       // the other end of its transfer, or none
+        uint32_t partner;       // the other end of its transfer, the publish an await waits for, or none
         uint32_t out_begin;
     };
     static_assert(sizeof(Node) == 32, "a step is half a cache line");
@@ -69,6 +74,11 @@ private:
     // Per rank: its transfers (until paired).
     std::vector<Xfer> xfers_;
     std::vector<size_t> xfer_base_;
+    // Publish slots: each simulated rank's publish step (or none), and every
+    // await with the rank whose slot it waits for (until paired).
+    std::vector<uint32_t> publish_;
+    std::vector<std::pair<uint32_t, int>> awaits_;
+    bool has_slots_ = false;
 };
 
 }  // namespace chorus::coll

@@ -5,20 +5,23 @@
 // their mark is done reads stale data, and one that hands device memory to a
 // transport without device support is caught by the loopback transport
 // (LoopbackHub::emulate_device). Kernels (reduce, divide) on pageable host
-// memory are errors, as they would fault on a GPU.
+// memory are errors, as they would fault on a GPU, and so is device work
+// (copies included) that runs past the end of a buffer allocated here.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "base/error.h"
 #include "exec/device.h"
 #include "reduce/host_reducer.h"
-#include "base/error.h"
 
 namespace test {
 
@@ -28,7 +31,9 @@ using chorus::MemKind;
 class EmulatedMemory {
 public:
     ~EmulatedMemory() {
-        for (auto& kv : ranges_) std::free(reinterpret_cast<void*>(kv.first));
+        for (auto& kv : ranges_)
+            if (std::find(foreign_.begin(), foreign_.end(), kv.first) == foreign_.end())
+                std::free(reinterpret_cast<void*>(kv.first));
     }
     void* alloc(size_t bytes, MemKind kind) {
         void* p = std::malloc(bytes ? bytes : 1);
@@ -52,6 +57,32 @@ public:
         return a < it->first + it->second.first ? it->second.second : MemKind::Host;
     }
     bool is_device(const void* p) const { return !chorus::host_side(kind(p)); }
+    // Mark memory it does not own as pinned host memory (a registered
+    // shared segment), or no longer.
+    void register_range(void* p, size_t bytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ranges_[reinterpret_cast<uintptr_t>(p)] = {bytes, MemKind::PinnedHost};
+        foreign_.push_back(reinterpret_cast<uintptr_t>(p));
+    }
+    void unregister_range(void* p) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ranges_.erase(reinterpret_cast<uintptr_t>(p));
+        foreign_.erase(std::remove(foreign_.begin(), foreign_.end(), reinterpret_cast<uintptr_t>(p)), foreign_.end());
+    }
+    // Fails when [p, p + bytes) starts inside memory allocated here but runs
+    // past its end (as a GPU copy would fault); other memory is not checked.
+    // `what`: "a copy reads", "a reduce writes", ...
+    void check_range(const void* p, size_t bytes, const char* what) const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto a = reinterpret_cast<uintptr_t>(p);
+        auto it = ranges_.upper_bound(a);
+        if (it == ranges_.begin() || bytes == 0) return;
+        --it;
+        const uintptr_t end = it->first + it->second.first;
+        if (a < end && a + bytes > end)
+            chorus::fail(CHORUS_ERR_INTERNAL, "emulated device: ", what, " ", bytes, " bytes at offset ", a - it->first,
+                         " of a ", it->second.first, "-byte buffer, past its end");
+    }
     // A copy of `bytes` from `src` into new memory of `kind`.
     void* clone(const void* src, size_t bytes, MemKind kind) {
         void* p = alloc(bytes, kind);
@@ -62,6 +93,7 @@ public:
 private:
     mutable std::mutex mutex_;
     std::map<uintptr_t, std::pair<size_t, MemKind>> ranges_;
+    std::vector<uintptr_t> foreign_;  // registered, not allocated here
 };
 
 // A caller's stream: work queued on it runs when a device waits for it.
@@ -82,23 +114,28 @@ public:
         : mem_(std::move(mem)), per_poll_(items_per_poll) {}
     ~EmulatedDevice() override {
         drain();
+        forget_host();
         for (void* p : owned_) mem_->free(p);
     }
 
     MemKind kind(const void* p) override { return mem_->kind(p); }
 
     void copy(void* dst, const void* src, size_t bytes) override {
+        mem_->check_range(dst, bytes, "a copy writes");
+        mem_->check_range(src, bytes, "a copy reads");
         queue([=] { std::memcpy(dst, src, bytes); });
     }
-    void reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b,
-                size_t count) override {
-        on_device(dst, "reduce");
-        on_device(a, "reduce");
-        on_device(b, "reduce");
+    void reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count) override {
+        const size_t bytes = count * chorus::datatype_size(dt);
+        for (const void* p : {static_cast<const void*>(dst), a, b}) {
+            on_device(p, "reduce");
+            mem_->check_range(p, bytes, "a reduce touches");
+        }
         queue([=] { chorus::host_reduce(dt, op, dst, a, b, count); });
     }
     void divide(chorus_datatype_t dt, void* dst, size_t count, int divisor) override {
         on_device(dst, "divide");
+        mem_->check_range(dst, count * chorus::datatype_size(dt), "a divide writes");
         queue([=] { chorus::host_divide(dt, dst, count, divisor); });
     }
     void wait_for(void* stream) override {
@@ -117,6 +154,15 @@ public:
     }
     void* alloc_device(size_t bytes) override { return keep(mem_->alloc(bytes, MemKind::Device)); }
     void free_device(void* p) noexcept override { release(p); }
+    void register_host(void* p, size_t bytes) override {
+        if (std::find(registered_.begin(), registered_.end(), p) != registered_.end()) return;
+        mem_->register_range(p, bytes);
+        registered_.push_back(p);
+    }
+    void forget_host() noexcept override {
+        for (void* p : registered_) mem_->unregister_range(p);
+        registered_.clear();
+    }
     void* alloc_pinned(size_t bytes) override { return keep(mem_->alloc(bytes, MemKind::PinnedHost)); }
     void free_pinned(void* p) noexcept override { release(p); }
 
@@ -157,6 +203,7 @@ private:
     std::deque<std::function<void()>> work_;
     uint64_t queued_ = 0, ran_ = 0;
     std::vector<void*> owned_;
+    std::vector<void*> registered_;
 };
 
 }  // namespace test
