@@ -4,6 +4,12 @@
 // choice. No MPI, no network: it runs anywhere.
 //
 //   chorus-model [-c COLLECTIVE] [-p P1,P2,...] [-m MIN:MAX] [-T datatype] [--check]
+//                [-H HOSTS | -H HOSTSxRANKS | --layout N,N,...]
+//
+// Hosts: -H HOSTS spreads each rank count of -p over HOSTS hosts
+// (consecutive ranks, the first hosts one rank more where it does not
+// divide); -H 4096x8 is 4096 hosts of 8 ranks; --layout 2,1,1 gives each
+// host's ranks. Messages between hosts are priced by CHORUS_COST_NET_*.
 //
 // The cost parameters come from the same CHORUS_COST_* settings the library
 // reads (see README); CHORUS_COST_MAX_STEPS defaults to 4 million here.
@@ -32,22 +38,32 @@ void usage() {
     std::fprintf(stderr,
                  "usage: chorus-model [-c allreduce|bcast|reduce|reduce_scatter|allgather|all]\n"
                  "                    [-p RANKS,...] [-m MIN:MAX bytes, suffixes K M G] [-T datatype] [--check]\n"
-                 "defaults: -c all -p 2,16,128,1024,4096 -m 8:1G -T float32\n"
+                 "                    [-H HOSTS | -H HOSTSxRANKS_PER_HOST | --layout N,N,...]\n"
+                 "defaults: -c all -p 2,16,128,1024,4096 -m 8:1G -T float32, one host\n"
                  "--check: status 1 unless every choice is within 5%% of the best prediction\n"
                  "a prediction marked ~ simulated only some of the ranks (see README)\n");
 }
 
-std::vector<int> parse_ranks(const char* text) {
+// Numbers from 1 to 2^20 separated by `sep`.
+std::vector<int> parse_list(const char* text, char sep, const char* what) {
     std::vector<int> out;
     for (const char* p = text; *p;) {
         char* end = nullptr;
         long v = std::strtol(p, &end, 10);
-        if (end == p || v < 1 || v > 1 << 20) throw Error(CHORUS_ERR_INVALID_ARGUMENT, "bad rank list");
+        if (end == p || v < 1 || v > 1 << 20) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat("bad ", what, ": ", text));
         out.push_back(static_cast<int>(v));
-        p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') throw Error(CHORUS_ERR_INVALID_ARGUMENT, "bad rank list");
+        p = *end == sep ? end + 1 : end;
+        if (*end && *end != sep) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat("bad ", what, ": ", text));
     }
     return out;
+}
+
+// p ranks over `hosts` hosts, consecutive, the first ones a rank more.
+std::vector<int> spread(int p, int hosts) {
+    if (hosts > p) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat(p, " ranks cannot fill ", hosts, " hosts"));
+    std::vector<int> sizes(static_cast<size_t>(hosts), p / hosts);
+    for (int h = 0; h < p % hosts; ++h) ++sizes[h];
+    return sizes;
 }
 
 std::string human(size_t bytes) {
@@ -71,6 +87,8 @@ int main(int argc, char** argv) {
     size_t lo = 8, hi = size_t(1) << 30;
     chorus_datatype_t dt = CHORUS_FLOAT32;
     bool check = false;
+    int hosts = 0;            // -H HOSTS: each rank count spread over them
+    std::vector<int> layout;  // --layout, or -H HOSTSxRANKS
     constexpr double kTolerance = 1.05;
     try {
         for (int i = 1; i < argc; ++i) {
@@ -91,7 +109,16 @@ int main(int argc, char** argv) {
                         colls.push_back(coll::Collective(c));
                 if (colls.empty()) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat("unknown collective ", v));
             } else if (a == "-p") {
-                ranks = parse_ranks(v);
+                ranks = parse_list(v, ',', "rank list");
+            } else if (a == "-H") {
+                std::vector<int> hr = parse_list(v, 'x', "-H (HOSTS or HOSTSxRANKS)");
+                if (hr.size() > 2) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat("bad -H: ", v));
+                if (hr.size() == 2)
+                    layout.assign(static_cast<size_t>(hr[0]), hr[1]);
+                else
+                    hosts = hr[0];
+            } else if (a == "--layout") {
+                layout = parse_list(v, ',', "layout");
             } else if (a == "-m") {
                 std::string m = v;
                 size_t colon = m.find(':');
@@ -116,7 +143,18 @@ int main(int argc, char** argv) {
         // An offline tool can afford to simulate larger groups exactly than
         // the library does at run time (memory: ~40 bytes per step).
         if (!std::getenv("CHORUS_COST_MAX_STEPS")) config.cost.max_simulated_steps = 4000000;
-        coll::Selector selector(config.cost);
+        if (!layout.empty()) {
+            long total = 0;
+            for (int n : layout) total += n;
+            if (total > 1 << 20) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat(total, " ranks: at most 2^20"));
+            ranks = {static_cast<int>(total)};
+        }
+        // The host map of a rank count (null: one host).
+        auto hosts_for = [&](int p) -> std::shared_ptr<const coll::HostMap> {
+            if (layout.empty() && hosts <= 1) return nullptr;
+            return std::make_shared<const coll::HostMap>(
+                coll::HostMap::from_layout(layout.empty() ? spread(p, hosts) : layout));
+        };
         std::printf(
             "# chorus-model: predicted microseconds per algorithm; * marks the selector's choice,\n"
             "# ~ a prediction that simulated only some of the ranks\n");
@@ -131,7 +169,12 @@ int main(int argc, char** argv) {
             const auto& algos = coll::algorithms_for(c);
             const auto t0 = std::chrono::steady_clock::now();
             for (int p : ranks) {
-                std::printf("\n# %s, %d ranks, %s\n# %10s", coll::collective_name(c), p, datatype_name(dt), "bytes");
+                coll::CostParams params = config.cost;
+                params.hosts = hosts_for(p);
+                coll::Selector selector(params);
+                const std::string where = params.hosts ? params.hosts->describe() : cat(p, " ranks");
+                std::printf("\n# %s, %s, %s\n# %10s", coll::collective_name(c), where.c_str(), datatype_name(dt),
+                            "bytes");
                 for (const auto& a : algos) std::printf(" %20s", a.name);
                 std::printf("   choice\n");
                 for (size_t bytes = lo; bytes <= hi; bytes *= 4) {

@@ -11,8 +11,11 @@
 namespace chorus::coll {
 
 std::string CostParams::describe() const {
-    return cat("alpha ", alpha_us, " us (+", rendezvous_us, " us above ", eager_bytes, " bytes), link ", bandwidth_gbs,
-               " GB/s, reduce ", reduce_gbs, " GB/s, copy ", copy_gbs, " GB/s");
+    std::string out = cat("alpha ", alpha_us, " us (+", rendezvous_us, " us above ", eager_bytes, " bytes), link ",
+                          bandwidth_gbs, " GB/s, reduce ", reduce_gbs, " GB/s, copy ", copy_gbs, " GB/s");
+    out += cat("; between hosts alpha ", net_alpha_us, " us, link ", net_gbs, " GB/s a host");
+    if (hosts) out += cat("; ", hosts->describe());
+    return out;
 }
 
 const char* sim_mode_name(SimMode m) {
@@ -86,7 +89,8 @@ Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams
     Prediction out;
     std::unique_ptr<Schedule> s0 = build(0);
 
-    if (params.use_symmetry && p > 1 && !s0->uses_slots()) {
+    const HostMap* hosts = params.hosts.get();
+    if (params.use_symmetry && p > 1 && !s0->uses_slots() && (!hosts || hosts->flat())) {
         std::vector<int> sample;
         for (int r : {1, p / 2 + 1, p - 1})
             if (r > 0 && r < p && std::find(sample.begin(), sample.end(), r) == sample.end()) sample.push_back(r);
@@ -97,7 +101,7 @@ Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams
             for (size_t i = 0; i < sample.size() && images; ++i)
                 images = is_image(*s0, *build(sample[i]), sample[i], how, p);
             if (!images) continue;
-            SimGroup g(p, args.dtype);
+            SimGroup g(p, args.dtype, hosts);
             g.add(0, *s0);
             s0.reset();
             out.mode = SimMode::Symmetric;
@@ -112,7 +116,7 @@ Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams
     // from are taken with it (depth first), starting from rank 0 and evenly
     // spaced ranks, then the rest in order.
     const size_t budget = std::min<size_t>(params.max_simulated_steps, size_t(1) << 31);
-    SimGroup g(p, args.dtype);
+    SimGroup g(p, args.dtype, hosts);
     g.reserve(std::min<size_t>(budget, static_cast<size_t>(p) * s0->num_steps() + 1024));
     bool room = true;
     auto take = [&](int r, std::unique_ptr<Schedule> s, std::vector<int>* stack) {

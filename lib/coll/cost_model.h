@@ -6,7 +6,9 @@
 // alpha + n / bandwidth; it starts when both its send and its receive are
 // ready and the sender's outgoing and the receiver's incoming port are free,
 // and occupies both ports for n / bandwidth. Reductions and copies run on
-// their rank's CPU, one at a time, at their own per-byte rates; a publish is
+// their rank's CPU, one at a time, at their own per-byte rates. A message
+// between two hosts is priced by the network's link class, and shares each
+// host's link with the host's other ranks' messages. A publish is
 // a copy into the rank's slot, and an await ends slot_us after the slot it
 // waits for is published (or when it is ready, if later). Steps ready at
 // the same time are taken in the order (time, step index, rank), so the
@@ -18,7 +20,8 @@
 //              every peer q replaced by q + r (mod size; rings, Bruck) or
 //              q xor r (power-of-two sizes; recursive doubling and halving),
 //              with the same kinds, tags, sizes and dependencies, step by
-//              step, with messages only (no slots). Checked on rank 0
+//              step, with messages only (no slots), where every pair of
+//              ranks is of one link class (HostMap::flat). Checked on rank 0
 //              against ranks 1, size/2 + 1 and size - 1. Every rank then
 //              lives the same timeline, so rank 0 alone is simulated, its
 //              send with tag T standing for the matching send of its peer:
@@ -36,19 +39,29 @@
 //              ranks left out would be late.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "coll/algorithm.h"
+#include "coll/topology.h"
 
 namespace chorus::coll {
 
 struct CostParams {
+    // Within a host (every pair of ranks, when `hosts` is null):
     double alpha_us = 1.5;       // per message (latency + software overhead)
     double rendezvous_us = 2.5;  // more per message above eager_bytes (rendezvous handshake, page pinning)
     size_t eager_bytes = 8192;
-    double bandwidth_gbs = 6.0;  // per link direction
-    double reduce_gbs = 6.0;     // bytes of output per second of a reduction
-    double copy_gbs = 8.0;       // memcpy
+    double bandwidth_gbs = 6.0;  // per rank and direction
+    // Between hosts: a message costs net_alpha_us (+ rendezvous_us above
+    // eager_bytes) + bytes / net_gbs, and occupies for bytes / net_gbs both
+    // ranks' ports and the sending and the receiving host's link, which all
+    // the host's ranks share.
+    double net_alpha_us = 20;
+    double net_gbs = 0.7;                  // per host link and direction
+    std::shared_ptr<const HostMap> hosts;  // which ranks share a host; null: one host
+    double reduce_gbs = 6.0;               // bytes of output per second of a reduction
+    double copy_gbs = 8.0;                 // memcpy
     // Every rank on one host (Chorus's shared memory): a message of at most
     // eager_bytes costs local_alpha_us instead of alpha_us, and a published
     // slot is seen by a peer slot_us after it is written.

@@ -27,8 +27,14 @@ bool is_transfer(StepKind k) {
 
 }  // namespace
 
-SimGroup::SimGroup(int size, chorus_datatype_t dtype)
-    : size_(size), esize_(datatype_size(dtype)), index_(static_cast<size_t>(size), -1) {}
+SimGroup::SimGroup(int size, chorus_datatype_t dtype, const HostMap* hosts)
+    : size_(size),
+      esize_(datatype_size(dtype)),
+      hosts_(hosts && hosts->hosts() > 1 ? hosts : nullptr),
+      index_(static_cast<size_t>(size), -1) {
+    if (hosts_ && hosts_->ranks() != size)
+        fail(CHORUS_ERR_INTERNAL, "cost model: a host map of ", hosts_->ranks(), " ranks for ", size, " ranks");
+}
 
 void SimGroup::reserve(size_t steps) {
     nodes_.reserve(steps + 1);
@@ -43,6 +49,7 @@ void SimGroup::add(int rank, const Schedule& s) {
     const uint32_t who = static_cast<uint32_t>(ranks_.size());
     index_[rank] = static_cast<int>(who);
     ranks_.push_back(rank);
+    host_.push_back(hosts_ ? hosts_->host_of(rank) : 0);
     base_.push_back(static_cast<uint32_t>(base));
     xfer_base_.push_back(xfers_.size());
     publish_.push_back(kNone);
@@ -58,6 +65,7 @@ void SimGroup::add(int rank, const Schedule& s) {
         n.left = s.ndeps(k);
         n.partner = kNone;
         n.out_begin = static_cast<uint32_t>(out_.size());
+        n.remote = is_transfer(st.kind) && hosts_ && !hosts_->same_host(rank, st.peer);
         nodes_.push_back(n);
         const uint32_t* d = s.dependents_of(k);
         for (uint32_t i = 0; i < s.ndependents(k); ++i) out_.push_back(static_cast<uint32_t>(base + d[i]));
@@ -166,7 +174,9 @@ void SimGroup::pair_outside(size_t begin, size_t end, Outside outside) {
 double SimGroup::simulate(const CostParams& p, Outside outside) {
     pair(outside);
     const uint32_t n = static_cast<uint32_t>(steps());
+    // Busy until: each rank's CPU and ports, each host's link.
     std::vector<double> cpu(ranks(), 0.0), out(ranks(), 0.0), in(ranks(), 0.0);
+    std::vector<double> link_out(hosts_ ? hosts_->hosts() : 0, 0.0), link_in(link_out);
     struct Event {
         double time;
         uint32_t local;  // step index in its rank's schedule
@@ -194,9 +204,27 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
     auto us = [](uint64_t bytes, double gbs) { return static_cast<double>(bytes) / (gbs * 1e3); };
     // Above the eager size a rendezvous too; within one host's shared
     // memory, less.
-    auto alpha = [&](uint64_t bytes) {
-        if (bytes > p.eager_bytes) return p.alpha_us + p.rendezvous_us;
-        return p.all_local ? p.local_alpha_us : p.alpha_us;
+    auto alpha = [&](const Node& x) {
+        const double base = x.remote ? p.net_alpha_us : p.alpha_us;
+        if (x.bytes > p.eager_bytes) return base + p.rendezvous_us;
+        return p.all_local && !x.remote ? p.local_alpha_us : base;
+    };
+    auto wire = [&](const Node& x) { return us(x.bytes, x.remote ? p.net_gbs : p.bandwidth_gbs); };
+    // The ports a message occupies at each end (a host's link too, between
+    // hosts): when they are free, and taking them until `until`.
+    auto free_out = [&](const Node& x) {
+        return x.remote ? std::max(out[x.owner], link_out[host_[x.owner]]) : out[x.owner];
+    };
+    auto free_in = [&](const Node& x) {
+        return x.remote ? std::max(in[x.owner], link_in[host_[x.owner]]) : in[x.owner];
+    };
+    auto take_out = [&](const Node& x, double until) {
+        out[x.owner] = until;
+        if (x.remote) link_out[host_[x.owner]] = until;
+    };
+    auto take_in = [&](const Node& x, double until) {
+        in[x.owner] = until;
+        if (x.remote) link_in[host_[x.owner]] = until;
     };
     auto complete = [&](uint32_t s, double t) {
         nodes_[s].state = kFinished;
@@ -213,9 +241,9 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
     auto arrive = [&](uint32_t r, double leaves) {
         Node& x = nodes_[r];
         if (static_cast<StepKind>(x.kind) == StepKind::Await) return complete(r, std::max(x.ready, leaves + p.slot_us));
-        const double start = std::max({leaves, x.ready, in[x.owner]}), wire = us(x.bytes, p.bandwidth_gbs);
-        in[x.owner] = start + wire;
-        complete(r, start + alpha(x.bytes) + wire);
+        const double start = std::max({leaves, x.ready, free_in(x)}), w = wire(x);
+        take_in(x, start + w);
+        complete(r, start + alpha(x) + w);
     };
     // Step s (a send that started, a publish that is done) happened at `t`.
     auto happened = [&](uint32_t s, double t) {
@@ -255,9 +283,9 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
             return park(s, y);
         }
         if (y == kNone) {  // to a rank not simulated: its receive is ready
-            const double start = std::max(x.ready, out[x.owner]), wire = us(x.bytes, p.bandwidth_gbs);
-            out[x.owner] = start + wire;
-            complete(s, start + alpha(x.bytes) + wire);
+            const double start = std::max(x.ready, free_out(x)), w = wire(x);
+            take_out(x, start + w);
+            complete(s, start + alpha(x) + w);
             if (x.lockstep == kAwaited) happened(s, start);
             return;
         }
@@ -268,9 +296,10 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
         }
         const uint32_t snd = k == StepKind::Send ? s : y, rcv = k == StepKind::Send ? y : s;
         Node &a = nodes_[snd], &b = nodes_[rcv];
-        const double start = std::max({a.ready, b.ready, out[a.owner], in[b.owner]});
-        const double wire = us(a.bytes, p.bandwidth_gbs), finish = start + alpha(a.bytes) + wire;
-        out[a.owner] = in[b.owner] = start + wire;
+        const double start = std::max({a.ready, b.ready, free_out(a), free_in(b)});
+        const double w = wire(a), finish = start + alpha(a) + w;
+        take_out(a, start + w);
+        take_in(b, start + w);
         complete(snd, finish);
         complete(rcv, finish);
         if (a.lockstep == kAwaited) happened(snd, start);

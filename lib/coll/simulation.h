@@ -25,7 +25,8 @@ public:
     //             tag starts, its slot is published when this rank's is.
     enum class Outside { Mirror, Lockstep };
 
-    SimGroup(int size, chorus_datatype_t dtype);
+    // `hosts`: which ranks share a host (null: one host); kept by pointer.
+    SimGroup(int size, chorus_datatype_t dtype, const HostMap* hosts = nullptr);
     // Room for about this many steps (memory is only reserved, not touched).
     void reserve(size_t steps);
     // Add `rank`'s schedule (finalized); the schedule may be dropped after.
@@ -57,6 +58,7 @@ private:
         uint64_t kind : 3;      // StepKind
         uint64_t state : 2;     // 0 waits for dependencies, 1 for its partner, 2 done
         uint64_t lockstep : 2;  // kWaitsForOwnSend, kAwaited (simulation.cc)
+        uint64_t remote : 1;    // a message between two hosts
         uint32_t owner;         // simulated index of its rank
         uint32_t left;          // dependencies not done
         uint32_t partner;       // the other end of its transfer, the publish an await waits for, or none
@@ -66,6 +68,8 @@ private:
 
     int size_;
     size_t esize_;
+    const HostMap* hosts_;
+    std::vector<int> host_;   // simulated index -> host
     std::vector<int> index_;  // rank -> simulated index, or -1
     std::vector<int> ranks_;  // simulated index -> rank
     std::vector<uint32_t> base_;

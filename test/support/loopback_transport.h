@@ -39,6 +39,9 @@ public:
     // Publish slots of `bytes` each, as shared memory would give them
     // (Transport's publish slots), for every rank.
     void enable_slots(size_t bytes);
+    // Emulated hosts: rank r on the host labelled labels[r] (as the
+    // bootstrap would report them; the ranks still share this process).
+    void emulate_hosts(std::vector<int> labels) { host_labels_ = std::move(labels); }
     void emulate_device(std::function<bool(const void*)> is_device, bool direct) {
         is_device_ = std::move(is_device);
         direct_ = direct;
@@ -76,6 +79,7 @@ private:
     std::vector<bool> dead_;
     std::function<bool(const void*)> is_device_;
     bool direct_ = false;
+    std::vector<int> host_labels_;
 };
 
 class LoopbackTransport final : public Transport {
@@ -100,6 +104,7 @@ public:
     void slot_done(uint64_t n) override;
     void slot_memory(void** base, size_t* bytes) const override;
     bool device_memory() const override { return hub_->direct_; }
+    std::vector<int> host_labels() const override { return hub_->host_labels_; }
 
 private:
     void check_host(const void* buf, const char* what) const;
