@@ -27,6 +27,30 @@
 
 namespace chorus::coll {
 
+namespace {
+// The steps st = 0 .. p-2 of a phase that move anything, in order: those
+// whose outgoing block (r + out - st) or incoming block (r + in - st) is one
+// of the first `nonempty` blocks (every step when every block is). With
+// fewer elements than ranks only `count` blocks are, and a rank's schedule
+// then costs O(count) to build, not O(p).
+std::vector<int> busy_steps(int r, int p, size_t nonempty, int out, int in) {
+    std::vector<int> steps;
+    if (nonempty >= static_cast<size_t>(p)) {
+        steps.resize(static_cast<size_t>(p - 1));
+        for (int st = 0; st < p - 1; ++st) steps[st] = st;
+        return steps;
+    }
+    for (size_t b = 0; b < nonempty; ++b)
+        for (int off : {out, in}) {
+            const int st = mod(static_cast<long>(r) + off - static_cast<long>(b), p);
+            if (st < p - 1) steps.push_back(st);
+        }
+    std::sort(steps.begin(), steps.end());
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    return steps;
+}
+}  // namespace
+
 std::unique_ptr<Schedule> build_ring_allreduce(const CollArgs& a) {
     auto sched = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
     Schedule& s = *sched;
@@ -61,6 +85,8 @@ std::unique_ptr<Schedule> build_ring_allreduce(const CollArgs& a) {
     auto tag = [&](int phase, int step, size_t c) {
         return tags.tag(static_cast<uint64_t>(phase) * (p - 1) + step, c);
     };
+    const size_t nonempty = std::min<size_t>(a.count, static_cast<size_t>(p));
+    const std::vector<int> rs_steps = busy_steps(r, p, nonempty, 0, -1), ag_steps = busy_steps(r, p, nonempty, 1, 0);
     std::vector<StepId> slot_last_use(nslots, 0);
     std::vector<bool> slot_used(nslots, false);
     size_t next_slot = 0;
@@ -71,7 +97,10 @@ std::unique_ptr<Schedule> build_ring_allreduce(const CollArgs& a) {
         bool have_produced = false;
         std::vector<StepId> rs_send(p - 1);
         std::vector<bool> rs_sent(p - 1, false);
-        for (int st = 0; st < p - 1; ++st) {
+        int last = -1;  // the step before (a step in between produced nothing)
+        for (int st : rs_steps) {
+            if (st != last + 1) have_produced = false;
+            last = st;
             Range out = piece(mod(r - st, p), c), in = piece(mod(r - st - 1, p), c);
             if (out.size()) {
                 Region src{st == 0 ? Buf::Send : Buf::Recv, out.begin * esize};
@@ -96,8 +125,12 @@ std::unique_ptr<Schedule> build_ring_allreduce(const CollArgs& a) {
         Range own = piece(mod(r + 1, p), c);
         if (a.op == CHORUS_AVG && own.size())
             produced = s.divide({Buf::Recv, own.begin * esize}, own.size(), p, {produced});
+        if (last != p - 2) have_produced = false;
         // All-gather.
-        for (int st = 0; st < p - 1; ++st) {
+        last = -1;
+        for (int st : ag_steps) {
+            if (st != last + 1) have_produced = false;
+            last = st;
             Range out = piece(mod(r + 1 - st, p), c), in = piece(mod(r - st, p), c);
             if (out.size()) {
                 Region src{Buf::Recv, out.begin * esize};
