@@ -23,10 +23,19 @@ constexpr size_t kMaxInflight = 1024;
 
 // The cost model's parameters for this transport: messages it copies through
 // shared memory pay no rendezvous.
-coll::CostParams cost_params(coll::CostParams p, const net::Transport& t) {
+coll::CostParams cost_params(coll::CostParams p, const net::Transport& t,
+                             const std::shared_ptr<const coll::HostMap>& hosts) {
     p.eager_bytes = std::max(p.eager_bytes, t.host_only_max());
     p.all_local = t.slot_bytes() > 0;
+    if (hosts->hosts() > 1) p.hosts = hosts;
     return p;
+}
+
+// The transport's host labels (none: every rank on this host).
+std::shared_ptr<const coll::HostMap> host_map(const net::Transport& t) {
+    std::vector<int> labels = t.host_labels();
+    if (labels.empty()) labels.assign(static_cast<size_t>(t.size()), 0);
+    return std::make_shared<const coll::HostMap>(coll::HostMap::from_labels(labels));
 }
 }  // namespace
 
@@ -89,8 +98,9 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
       transport_(std::move(transport)),
       rank_(transport_->rank()),
       size_(transport_->size()),
+      hosts_(host_map(*transport_)),
       buffers_(device ? std::move(device) : make_cuda_device(), transport_->device_memory() && !config_.always_stage),
-      plans_(config_, cost_params(config_.cost, *transport_), transport_->rank() == 0),
+      plans_(config_, cost_params(config_.cost, *transport_, hosts_), transport_->rank() == 0),
       waiter_(config_, transport_->local_ranks()),
       watchdog_(config_) {
     // Touch the scratch a pipelined operation needs once, up front.
@@ -98,6 +108,7 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
     if (rank() == 0) {
         log(LogLevel::Debug, 0, "communicator of ", size(), " ranks (", transport_->local_ranks(),
             " on this host) over ", transport_->name(), "; ", config_.describe());
+        log(LogLevel::Info, 0, hosts_->describe());
         for (const auto& name : config_.unknown) log(LogLevel::Warn, 0, "unknown setting ", name, " ignored");
     }
 }

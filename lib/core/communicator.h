@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "coll/algorithm.h"
+#include "coll/topology.h"
 #include "core/config.h"
 #include "core/op_buffers.h"
 #include "core/operation.h"
@@ -44,6 +45,8 @@ public:
     int rank() const { return rank_; }
     int size() const { return size_; }
     const Config& config() const { return config_; }
+    // Which ranks share a host (from the transport, at creation).
+    const coll::HostMap& hosts() const { return *hosts_; }
 
     // Start a collective. Arguments are validated by the caller. The returned
     // operation stays owned by the communicator until release(). `stream`
@@ -111,6 +114,7 @@ private:
     std::unique_ptr<net::Bootstrap> boot_;  // before the transport: it outlives it
     std::unique_ptr<net::Transport> transport_;
     int rank_, size_;
+    std::shared_ptr<const coll::HostMap> hosts_;  // which ranks share a host
     OpBuffers buffers_;
     ScheduleCache plans_;
     Waiter waiter_;

@@ -179,6 +179,20 @@ size_t Schedule::num_transfers() const {
                          [](const Step& s) { return s.kind == StepKind::Send || s.kind == StepKind::Recv; });
 }
 
+void Schedule::check_tags() const {
+    // (direction, peer, tag) in one word: 1 + 31 + 32 bits.
+    std::vector<uint64_t> keys;
+    keys.reserve(num_transfers());
+    for (const Step& st : steps_)
+        if (st.kind == StepKind::Send || st.kind == StepKind::Recv)
+            keys.push_back(uint64_t(st.kind == StepKind::Send) << 63 | uint64_t(uint32_t(st.peer)) << 32 | st.tag);
+    std::sort(keys.begin(), keys.end());
+    auto dup = std::adjacent_find(keys.begin(), keys.end());
+    if (dup != keys.end())
+        fail(CHORUS_ERR_INTERNAL, "schedule: two ", *dup >> 63 ? "sends to" : "receives from", " peer ",
+             (*dup >> 32) & 0x7fffffff, " with tag ", uint32_t(*dup), " (rank ", rank_, " of ", size_, ")");
+}
+
 std::string Schedule::dump() const {
     static const char* kinds[] = {"send",    "recv",  "reduce", "copy", "divide",
                                   "publish", "await", "expose", "get",  "put"};

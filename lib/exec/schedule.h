@@ -159,6 +159,11 @@ public:
     bool has_one_sided() const { return has_one_sided_; }
     size_t slot_bytes() const { return slot_bytes_; }
     size_t num_transfers() const;
+    // Throws Error(CHORUS_ERR_INTERNAL) unless every message is told apart on
+    // the wire: no two sends to one peer, and no two receives from one peer,
+    // share a tag. Costs a sort of the transfers; for tests and tools (a
+    // builder already checks each transfer's peer, tag range and size).
+    void check_tags() const;
     // Multi-line listing of the steps, for debugging and tests.
     std::string dump() const;
 
