@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "core/agreement.h"
+#include "core/trace.h"
 #include "exec/inline_run.h"
 #include "net/mpi_bootstrap.h"
 #include "net/shm/shm_transport.h"
@@ -78,6 +79,10 @@ std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm) {
         return std::string();
     });
     c->id_ = id;
+    // Timing (traces, stragglers) is on for all ranks if any rank asks, with
+    // the clock offsets measured now.
+    const bool timing = !boot->all(config.trace_dir.empty() && config.log_level < LogLevel::Info);
+    c->observer_.created(id, timing, timing ? clock_offset_us(boot->comm()) : 0);
     c->boot_ = std::move(boot);
     return c;
 }
@@ -92,7 +97,8 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
       buffers_(device ? std::move(device) : make_cuda_device(), transport_->device_memory() && !config_.always_stage),
       plans_(config_, cost_params(config_.cost, *transport_), transport_->rank() == 0),
       waiter_(config_, transport_->local_ranks()),
-      watchdog_(config_) {
+      watchdog_(config_),
+      observer_(config_, *transport_, ops_) {
     // Touch the scratch a pipelined operation needs once, up front.
     buffers_.warm(config_.chunk_bytes * static_cast<size_t>(config_.window));
     if (rank() == 0) {
@@ -114,6 +120,7 @@ Communicator::~Communicator() {
         if (op->executor) op->executor->abort();
         buffers_.release(*op);
     }
+    observer_.closing();
     ops_.clear();
     buffers_.device().drain();
     buffers_.device().forget_host();  // the slots go with the transport
@@ -166,6 +173,10 @@ Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, co
     op->args = args;
     op->algorithm = plan.algo->name;
     op->schedule = plan.schedule;
+    if (resume)
+        op->record = resume->record;
+    else
+        observer_.begin(*op);
     if (!config_.inject.empty() && config_.inject == cat("start:", op->seq))
         fail(CHORUS_ERR_OUT_OF_MEMORY, "failure injected at the start of operation #", op->seq,
              " (CHORUS_INJECT_FAILURE=", config_.inject, ")");
@@ -184,6 +195,7 @@ Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, co
             op->executor =
                 std::make_unique<Executor>(*op->schedule, *transport_, bufs, op->seq, config_.window, use, done);
         if (op->mirrors[1]) op->executor->add_final_copy(recvbuf, op->mirrors[1], op->mirror_bytes);
+        if (!config_.trace_dir.empty()) op->executor->time_steps();
     } catch (...) {
         if (op->executor)
             op->executor->abort();
@@ -221,6 +233,7 @@ void Communicator::check_agreement(const coll::CollArgs& args) {
 }
 
 void Communicator::abort(const std::string& why) {
+    observer_.dump("chorus_comm_abort");
     // The peers learn of it at once, whatever they are doing.
     if (!failed_) tell_peers(CHORUS_ERR_COMM_FAILED, cat("rank ", rank(), " aborted: ", why));
     for (auto& op : ops_)
@@ -241,6 +254,7 @@ void Communicator::fail_op(Operation& op, chorus_result_t code, const std::strin
     if (tell && !failed_) tell_peers(code, op.error);
     failed_ = true;
     failure_ = op.error;
+    observer_.end(op);
     log(LogLevel::Error, rank(), op.error);
 }
 
@@ -255,7 +269,7 @@ void Communicator::poll_notices() {
     int source = -1;
     std::string notice;
     while (transport_->poll_notice(&source, &notice)) {
-        if (notice.empty()) continue;
+        if (notice.empty() || observer_.notice(source, notice)) continue;
         auto code = static_cast<chorus_result_t>(notice[0]);
         std::string why = cat("rank ", source, " failed: ", notice.substr(1));
         for (auto& op : ops_)
@@ -278,6 +292,7 @@ bool Communicator::progress(Operation* target) {
         try {
             if (op->executor->progress()) {
                 op->finished = true;
+                observer_.end(*op);
                 transport_->settle();
             }
         } catch (const Error& e) {
@@ -295,9 +310,12 @@ bool Communicator::progress(Operation* target) {
     // at most 1024 polls late.
     if (moved) Watchdog::moved(ops_);
     if (waiter_.after_pass(moved)) {
-        watchdog_.check(ops_, *transport_, name(),
-                        [this](Operation& op, const std::string& why) { fail_op(op, CHORUS_ERR_TIMEOUT, why); });
+        bool warned = watchdog_.check(ops_, *transport_, name(), [this](Operation& op, const std::string& why) {
+            fail_op(op, CHORUS_ERR_TIMEOUT, why);
+            observer_.dump("timeout");
+        });
         poll_notices();
+        observer_.idle(warned);
     }
     return target->finished;
 }
@@ -340,7 +358,8 @@ bool Communicator::run_inline(const coll::CollArgs& a, const void* sendbuf, void
     if (s.has_transfers() || s.scratch_bytes() || (sendbuf && !host_side(buffers_.device().kind(sendbuf))) ||
         (recvbuf && !host_side(buffers_.device().kind(recvbuf))))
         return false;
-    Resume r{next_seq_, s.uses_slots() ? next_slot_op_++ : 0, 0};
+    Resume r{next_seq_, s.uses_slots() ? next_slot_op_++ : 0, 0, 0};
+    r.record = observer_.begin_call(r.seq, args, plan.algo->name, true);
     next_seq_ = net::next_operation_seq(next_seq_);
     Buffers b{sendbuf, recvbuf, nullptr, r.slot_op};
     try {
@@ -352,10 +371,12 @@ bool Communicator::run_inline(const coll::CollArgs& a, const void* sendbuf, void
         failed_ = true;
         failure_ = last_error_ = why;
         *rc = e.code();
+        observer_.end_inline(r.record, r.done, e.code(), why);
         return true;
     }
     if (r.done == s.steps().size()) {
         *rc = CHORUS_SUCCESS;
+        observer_.end_inline(r.record, r.done, CHORUS_SUCCESS, std::string());
         return true;
     }
     // A peer is late: the rest waits as any operation does.
