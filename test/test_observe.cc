@@ -109,6 +109,12 @@ TEST_CASE("the flight recorder keeps the last operations", "[unit][observe]") {
     CHECK(has(d, "allreduce #104 16 x float32 sum (ring): done"));
     CHECK(has(d, "allreduce #105 16 x float32 sum (ring) \"gradient bucket 3\": in progress"));
     CHECK(chorus::FlightRecorder(0).begin(1, a, "ring", 0, false) == nullptr);
+    // A capacity that is not a power of two: the dump shows that many.
+    chorus::FlightRecorder three(3);
+    for (int i = 0; i < 5; ++i) three.begin(i, a, "ring", 0, false);
+    REQUIRE(three.in_order().size() == 3);
+    CHECK(three.in_order().front()->seq == 2);
+    CHECK(has(chorus::dump_records(three, labels, {}, "comm 0 (2 ranks)", "test"), "CHORUS_RECORD=3"));
 }
 
 TEST_CASE("the straggler summary names the rank that is late", "[unit][observe]") {

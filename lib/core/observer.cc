@@ -81,10 +81,11 @@ void Observer::created(uint64_t id, bool timing, double offset_us) {
     scale_.start();
 }
 
-void Observer::stamp(Record* r) {
+void Observer::stamp(Record* r, const coll::CollArgs& args) {
     const uint64_t now = ticks();
     if (!r) return;
     r->begin_tick = now;
+    r->bytes = args.message_bytes();
     arrivals_.add(r->number, now);
 }
 

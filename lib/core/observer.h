@@ -50,7 +50,7 @@ public:
     uint64_t begin_call(uint64_t seq, const coll::CollArgs& args, const char* algorithm, bool inline_run) {
         if (g_dump_signals.load(std::memory_order_relaxed) != signals_seen_) dump_for_signal();
         Record* r = recorder_.begin(seq, args, algorithm, label_, inline_run);
-        if (timing_) stamp(r);
+        if (timing_) stamp(r, args);
         return r ? r->number : 0;
     }
     // An operation has finished or failed.
@@ -78,7 +78,7 @@ public:
     void closing();
 
 private:
-    void stamp(Record* r);
+    void stamp(Record* r, const coll::CollArgs& args);
     void ended(Record& r, const Operation* op);
     void dump_for_signal();
     RankReport report() const;

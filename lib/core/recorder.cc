@@ -22,8 +22,8 @@ uint32_t Labels::intern(const char* text) {
 std::vector<const Record*> FlightRecorder::in_order() const {
     std::vector<const Record*> out;
     if (ring_.empty()) return out;
-    const uint64_t first = next_ > ring_.size() ? next_ - ring_.size() : 1;
-    for (uint64_t n = first; n < next_; ++n) out.push_back(&ring_[n % ring_.size()]);
+    const uint64_t first = next_ > capacity_ ? next_ - capacity_ : 1;
+    for (uint64_t n = first; n < next_; ++n) out.push_back(&ring_[n & mask_]);
     return out;
 }
 

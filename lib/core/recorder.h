@@ -30,7 +30,7 @@ struct Record {
     chorus_op_t op = CHORUS_SUM;
     int root = 0;
     size_t count = 0;
-    size_t bytes = 0;  // the message size, as chorus-bench counts it
+    size_t bytes = 0;  // the message size, as chorus-bench counts it (when timed)
     const char* algorithm = "";
     uint32_t label = 0;  // 0: none
     bool inline_run = false;
@@ -56,15 +56,18 @@ private:
 
 class FlightRecorder {
 public:
-    explicit FlightRecorder(size_t capacity) : ring_(capacity) {}
-    size_t capacity() const { return ring_.size(); }
+    // The ring's size is the next power of two (a mask, not a division, on
+    // the way of every call); the dump shows the last `capacity`.
+    explicit FlightRecorder(size_t capacity)
+        : capacity_(capacity), ring_(capacity ? round_up_pow2(capacity) : 0), mask_(ring_.size() - 1) {}
+    size_t capacity() const { return capacity_; }
     // Operations recorded so far (the last record's number).
     uint64_t total() const { return next_ - 1; }
 
     // A new record (null when the capacity is 0).
     Record* begin(uint64_t seq, const coll::CollArgs& a, const char* algorithm, uint32_t label, bool inline_run) {
         if (ring_.empty()) return nullptr;
-        Record& r = ring_[next_ % ring_.size()];
+        Record& r = ring_[next_ & mask_];
         r.number = next_++;
         r.seq = seq;
         r.coll = a.coll;
@@ -72,7 +75,7 @@ public:
         r.op = a.op;
         r.root = a.root;
         r.count = a.count;
-        r.bytes = a.message_bytes();
+        r.bytes = 0;  // filled in when timed
         r.algorithm = algorithm;
         r.label = label;
         r.inline_run = inline_run;
@@ -86,14 +89,21 @@ public:
     // The record of `number`, if the ring still holds it.
     Record* find(uint64_t number) {
         if (ring_.empty() || number == 0) return nullptr;
-        Record& r = ring_[number % ring_.size()];
+        Record& r = ring_[number & mask_];
         return r.number == number ? &r : nullptr;
     }
     // The records held, oldest first.
     std::vector<const Record*> in_order() const;
 
 private:
+    static size_t round_up_pow2(size_t n) {
+        size_t p = 1;
+        while (p < n) p <<= 1;
+        return p;
+    }
+    size_t capacity_;
     std::vector<Record> ring_;
+    uint64_t mask_;
     uint64_t next_ = 1;
 };
 
