@@ -36,7 +36,7 @@ for f in files:
     # The large operations moved data: their steps are spans inside them.
     for e in ops[5:10]:
         mine = [s for s in steps if s["args"]["seq"] == e["args"]["seq"]]
-        transfers = [s for s in mine if s["args"]["kind"] in ("send", "recv")]
+        transfers = [s for s in mine if s["args"]["kind"] in ("send", "recv", "get", "put", "expose")]
         assert transfers, f"{f}: no transfer spans for {e['args']['collective']} #{e['args']['seq']}"
         for s in mine:
             assert s["ts"] >= e["ts"] - 0.01 and s["ts"] + s["dur"] <= e["ts"] + e["dur"] + 0.01, (f, s, e)

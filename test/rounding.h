@@ -271,6 +271,11 @@ inline std::vector<char> in_documented_order(const std::string& coll, const std:
             // reducing its input into the received partial.
             v = x[(block + 1) % p];
             for (int k = 2; k <= p; ++k) v = el.f(v, x[(block + k) % p]);
+        } else if (algo == "one_sided") {
+            // The owner of block b reads it from every rank in the order
+            // b, b+1, ..., reducing each into its partial.
+            v = x[block];
+            for (int k = 1; k < p; ++k) v = el.f(v, x[(block + k) % p]);
         } else if (algo == "shm_flat") {
             // Every rank folds the published inputs in rank order.
             for (int r = 1; r < p; ++r) v = el.f(v, x[r]);

@@ -206,9 +206,11 @@ std::vector<Case> cases(Collective coll, const std::string& algo, int p, Inputs 
 }
 
 // The flat algorithms read the peers' publish slots: give the group some
-// (without them a forced shm_flat falls back to the selector's choice).
+// (without them a forced shm_flat falls back to the selector's choice); the
+// one-sided ones read the peers' buffers.
 void slots_for(const std::string& algo, test::LoopbackGroup& g) {
     if (algo == "shm_flat") g.hub->enable_slots(16368);
+    if (algo == "one_sided") g.hub->enable_one_sided();
 }
 
 void sweep(Collective coll, Inputs inputs) {

@@ -73,8 +73,11 @@ const char* step_name(uint8_t kind) {
 // Steps on their own rows below the operation: transfers, local work.
 int step_lane(uint8_t kind) {
     switch (static_cast<StepKind>(kind)) {
-        case StepKind::Send: return 1;
-        case StepKind::Recv: return 2;
+        case StepKind::Send:
+        case StepKind::Expose:
+        case StepKind::Put: return 1;
+        case StepKind::Recv:
+        case StepKind::Get: return 2;
         case StepKind::Publish:
         case StepKind::Await: return 4;
         default: return 3;
@@ -106,7 +109,7 @@ TraceWriter::TraceWriter(const std::string& dir, uint64_t comm, int rank, int si
                  "{\"ph\":\"M\",\"name\":\"chorus_clock\",\"pid\":%d,\"args\":{\"offset_us\":%.3f,\"comm\":%llu,"
                  "\"rank\":%d,\"size\":%d}},\n",
                  rank, rank, rank, rank, rank, offset_us, static_cast<unsigned long long>(comm), rank, size);
-    const char* lanes[] = {"ops", "sends", "recvs", "local", "slots"};
+    const char* lanes[] = {"ops", "sends, exposes, puts", "recvs, gets", "local", "slots"};
     for (int l = 0; l < 5; ++l)
         std::fprintf(
             file_,
@@ -192,7 +195,9 @@ void TraceWriter::write_op(const OpEntry& e, const Labels& labels, const TickSca
 void TraceWriter::write_step(const StepSpan& s, const TickScale& scale) {
     const int base = static_cast<int>(comm_ * 8);
     std::string name = step_name(s.kind);
-    if (s.peer >= 0) name += cat(s.kind == static_cast<uint8_t>(StepKind::Send) ? " to " : " from ", s.peer);
+    const auto kind = static_cast<StepKind>(s.kind);
+    const bool to = kind == StepKind::Send || kind == StepKind::Expose || kind == StepKind::Put;
+    if (s.peer >= 0) name += cat(to ? " to " : " from ", s.peer);
     if (s.steps > 1) name += cat(" x", s.steps);
     std::fprintf(file_,
                  "{\"ph\":\"X\",\"cat\":\"step\",\"name\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
