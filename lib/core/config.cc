@@ -156,6 +156,11 @@ const std::vector<Setting> kSettings = {
     {"CHORUS_HANG_WARN_S", false,
      [](Config& c, const std::string& n, const std::string& v) { c.hang_warn_s = parse_uint(v, n, 0, 1ull << 30); },
      [](const Config& c) { return std::to_string(c.hang_warn_s); }},
+    {"CHORUS_TRACE", false, [](Config& c, const std::string&, const std::string& v) { c.trace_dir = v; },
+     [](const Config& c) { return c.trace_dir.empty() ? std::string("none") : c.trace_dir; }},
+    {"CHORUS_RECORD", false,
+     [](Config& c, const std::string& n, const std::string& v) { c.record = parse_uint(v, n, 0, 1u << 20); },
+     [](const Config& c) { return std::to_string(c.record); }},
     {"CHORUS_INJECT_FAILURE", false,
      [](Config& c, const std::string& n, const std::string& v) {
          if (!v.empty() && v != "create" &&

@@ -7,6 +7,22 @@
 
 namespace chorus {
 
+const char* step_kind_name(StepKind k) {
+    switch (k) {
+        case StepKind::Send: return "send";
+        case StepKind::Recv: return "recv";
+        case StepKind::Reduce: return "reduce";
+        case StepKind::Copy: return "copy";
+        case StepKind::Divide: return "divide";
+        case StepKind::Publish: return "publish";
+        case StepKind::Await: return "await";
+        case StepKind::Expose: return "expose";
+        case StepKind::Get: return "get";
+        case StepKind::Put: return "put";
+    }
+    return "?";
+}
+
 Schedule::Schedule(chorus_datatype_t dtype, chorus_op_t op, int rank, int size)
     : dtype_(dtype), op_(op), rank_(rank), size_(size) {}
 

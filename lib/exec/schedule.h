@@ -52,6 +52,9 @@ enum class StepKind : uint8_t {
 
 using StepId = uint32_t;
 
+// "send", "recv", "reduce", ...
+const char* step_kind_name(StepKind k);
+
 // A list of steps to depend on: a braced list (copied, up to 8) or a vector
 // (referenced; it must outlive the call).
 class Deps {
