@@ -22,6 +22,7 @@ struct Options {
     bool in_place = false;
     bool compare_mpi = true;
     bool nonblocking = false;  // -n: the i-calls, and their overlap with computation
+    bool cold_cache = false;
     int root = 0;
     const TypeInfo* type = nullptr;
     const OpInfo* op = nullptr;

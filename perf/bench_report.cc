@@ -92,7 +92,8 @@ void Report::print_header() {
     if (info_.uses_op) std::printf(" Op: %s.", info_.op.c_str());
     std::printf(" Ranks: %d.", info_.ranks);
     if (info_.root >= 0) std::printf(" Root: %d.", info_.root);
-    std::printf(" Buffers: %s%s.\n", info_.device.c_str(), info_.in_place ? ", in place" : "");
+    std::printf(" Buffers: %s%s%s.\n", info_.device.c_str(), info_.in_place ? ", in place" : "",
+                info_.cold_cache ? ", cold cache (a ring of buffer sets, rewritten between calls)" : "");
     if (info_.nonblocking)
         std::printf(
             "# Avg Latency: start + wait. Overall: with a compute loop of that length between them.\n"
@@ -187,6 +188,7 @@ bool Report::finish(std::string& error) {
     s += "  \"root\": " + (info_.root >= 0 ? std::to_string(info_.root) : std::string("null")) + ",\n";
     s += "  \"in_place\": " + std::string(info_.in_place ? "true" : "false") + ",\n";
     s += "  \"nonblocking\": " + std::string(info_.nonblocking ? "true" : "false") + ",\n";
+    s += "  \"cold_cache\": " + std::string(info_.cold_cache ? "true" : "false") + ",\n";
     s += "  \"device\": " + json_string(info_.device) + ",\n";
     s += "  \"hostname\": " + json_string(info_.hostname) + ",\n";
     s += "  \"date\": " + json_string(info_.date) + ",\n";

@@ -48,11 +48,13 @@ bool any_rank(bool local);
 // A failed Chorus call ends the whole run, saying why.
 void check_chorus(chorus_result_t rc, const char* what, size_t bytes, chorus_comm_t comm, int rank);
 
-// Sum over `iters` barrier-separated calls of each call's time, in seconds.
-template <typename Fn>
-double time_calls(int iters, Fn fn) {
+// Sum over `iters` barrier-separated calls of each call's time, in seconds;
+// `prepare` runs before each call, untimed.
+template <typename Prepare, typename Fn>
+double time_calls(int iters, Prepare prepare, Fn fn) {
     double total = 0;
     for (int i = 0; i < iters; ++i) {
+        prepare();
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = MPI_Wtime();
         fn();
@@ -79,13 +81,15 @@ struct Overlap {
 void compute_for(double us);
 
 // `iters` barrier-separated rounds of start(), compute_for(comm_us), wait():
-// the mean overall and compute times per round, in microseconds.
-template <typename Start, typename Wait>
-Overlap measure_overlap(int iters, double comm_us, Start start, Wait wait) {
+// the mean overall and compute times per round, in microseconds; `prepare`
+// runs before each round, untimed.
+template <typename Prepare, typename Start, typename Wait>
+Overlap measure_overlap(int iters, double comm_us, Prepare prepare, Start start, Wait wait) {
     Overlap o;
     o.comm_us = comm_us;
     double overall = 0, compute = 0;
     for (int i = 0; i < iters; ++i) {
+        prepare();
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = MPI_Wtime();
         start();

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "bench_cold.h"
 #include "bench_collectives.h"
 #include "bench_options.h"
 #include "bench_report.h"
@@ -98,7 +99,8 @@ int main_impl(int argc, char** argv, const World& w) {
     const size_t alloc_bytes = o.in_place ? std::max(send_bytes, recv_bytes) : send_bytes + recv_bytes;
     const size_t avail = mem_available_bytes();
     // Room for the libraries' own scratch: as much again as the buffers.
-    const size_t need = 2 * alloc_bytes * static_cast<size_t>(node_ranks);
+    const size_t cold_bytes = o.cold_cache ? ColdRing::arena_bytes(alloc_bytes) : 0;
+    const size_t need = (2 * alloc_bytes + cold_bytes) * static_cast<size_t>(node_ranks);
     const bool absurd = too_big;
     too_big = too_big || (avail > 0 && need > avail);
     if (any_rank(too_big)) {
@@ -107,7 +109,7 @@ int main_impl(int argc, char** argv, const World& w) {
         std::snprintf(msg, sizeof msg,
                       "message size %zu needs about %zu MiB per rank, %zu MiB for the %d ranks on "
                       "this node, but %zu MiB are available; lower -m MAX",
-                      max_bytes, (2 * alloc_bytes) >> 20, need >> 20, node_ranks, avail >> 20);
+                      max_bytes, (2 * alloc_bytes + cold_bytes) >> 20, need >> 20, node_ranks, avail >> 20);
         return plain_error(msg, 2);
     }
     // Host buffers (with -d cuda: pinned, the host side of the staged MPI
@@ -153,6 +155,11 @@ int main_impl(int argc, char** argv, const World& w) {
     }
     std::memset(buf_a, 0, a_bytes);
     if (buf_b) std::memset(buf_b, 0, recv_bytes);
+    ColdRing ring;
+    if (o.cold_cache && any_rank(!ring.allocate(alloc_bytes, alloc_error))) {
+        free_host();
+        return plain_error(alloc_error.empty() ? "--cold-cache: out of memory on another rank" : alloc_error, 2);
+    }
 
     RunInfo info;
     info.collective = coll->name;
@@ -165,6 +172,7 @@ int main_impl(int argc, char** argv, const World& w) {
     info.ranks = w.size;
     info.root = coll->has_root ? o.root : -1;
     info.in_place = o.in_place;
+    info.cold_cache = o.cold_cache;
     info.uses_op = coll->uses_op;
     info.full = o.full;
     info.validate = o.validate;
@@ -241,16 +249,33 @@ int main_impl(int argc, char** argv, const World& w) {
                           : bytes <= 8192  ? 1000
                                            : static_cast<int>(std::clamp<size_t>((size_t{1} << 30) / bytes, 10, 100));
         const int warmup = o.warmup >= 0 ? o.warmup : bytes <= 8192 ? 100 : std::max(2, iters / 10);
+        // --cold-cache: every timed call on the next set of the ring.
+        std::vector<Call> cold_calls;
+        if (ring.active()) {
+            const size_t a_used = o.in_place ? std::max(in_bytes, out_bytes) : in_bytes;
+            ring.layout(a_used, o.in_place ? 0 : out_bytes, buf_a);
+            for (size_t s = 0; s < ring.sets(); ++s) cold_calls.push_back(call_on(ring.a(s), ring.b(s)));
+        }
         // Nonblocking (-n): the i-call, then its wait; else the blocking call.
         chorus_request_t req = nullptr;
         MPI_Request mpi_req = MPI_REQUEST_NULL;
-        Call ic = c, ihc = hc;
-        ic.request = ihc.request = &req;
-        ic.mpi_request = ihc.mpi_request = &mpi_req;
-        auto start_chorus = [&] { check_chorus(coll->chorus(ic), coll->symbol, bytes, comm, w.rank); };
+        auto nonblocking = [&](Call k) {
+            k.request = &req;
+            k.mpi_request = &mpi_req;
+            return k;
+        };
+        const Call ihc = nonblocking(hc);
+        std::vector<Call> icalls{nonblocking(c)};
+        for (const Call& k : cold_calls) icalls.push_back(nonblocking(k));
+        size_t turn = 0;  // the call of this turn: c, or the ring's set turn - 1
+        auto prepare = [&] {
+            if (ring.active()) turn = 1 + ring.next();
+        };
+        auto current = [&]() -> const Call& { return turn ? cold_calls[turn - 1] : c; };
+        auto start_chorus = [&] { check_chorus(coll->chorus(icalls[turn]), coll->symbol, bytes, comm, w.rank); };
         auto wait_chorus = [&] { check_chorus(chorus_wait(req), "chorus_wait", bytes, comm, w.rank); };
         auto run_chorus = [&] {
-            if (!o.nonblocking) return check_chorus(coll->chorus(c), coll->symbol, bytes, comm, w.rank);
+            if (!o.nonblocking) return check_chorus(coll->chorus(current()), coll->symbol, bytes, comm, w.rank);
             start_chorus();
             wait_chorus();
         };
@@ -258,7 +283,7 @@ int main_impl(int argc, char** argv, const World& w) {
         // output goes back up, inside the timed region.
         auto start_mpi = [&] {
             if (cuda && has_in) dev.download(const_cast<void*>(hc.send), c.send, in_bytes);
-            coll->mpi(cuda ? ihc : ic);
+            coll->mpi(cuda ? ihc : icalls[turn]);
         };
         auto wait_mpi = [&] {
             MPI_Wait(&mpi_req, MPI_STATUS_IGNORE);
@@ -272,7 +297,7 @@ int main_impl(int argc, char** argv, const World& w) {
                 return wait_mpi();
             }
             if (!cuda) {
-                coll->mpi(c);
+                coll->mpi(current());
                 return;
             }
             if (has_in) dev.download(const_cast<void*>(hc.send), c.send, in_bytes);
@@ -280,20 +305,20 @@ int main_impl(int argc, char** argv, const World& w) {
             if (has_out && !(coll->kind == Kind::kBcast && w.rank == o.root)) dev.upload(c.recv, hc.recv, out_bytes);
         };
 
-        time_calls(warmup, run_chorus);
-        if (with_mpi) time_calls(warmup, run_mpi);
+        time_calls(warmup, prepare, run_chorus);
+        if (with_mpi) time_calls(warmup, prepare, run_mpi);
         const int blocks = with_mpi ? std::min(iters, 4) : 1;
         double t_chorus = 0, t_mpi = 0;
         for (int b = 0; b < blocks; ++b) {
             const int k = iters * (b + 1) / blocks - iters * b / blocks;
-            t_chorus += time_calls(k, run_chorus);
-            if (with_mpi) t_mpi += time_calls(k, run_mpi);
+            t_chorus += time_calls(k, prepare, run_chorus);
+            if (with_mpi) t_mpi += time_calls(k, prepare, run_mpi);
         }
         // The overlap with computation, each side with its own pure time.
         Overlap ours, theirs;
         if (o.nonblocking) {
-            ours = measure_overlap(iters, t_chorus * 1e6 / iters, start_chorus, wait_chorus);
-            if (with_mpi) theirs = measure_overlap(iters, t_mpi * 1e6 / iters, start_mpi, wait_mpi);
+            ours = measure_overlap(iters, t_chorus * 1e6 / iters, prepare, start_chorus, wait_chorus);
+            if (with_mpi) theirs = measure_overlap(iters, t_mpi * 1e6 / iters, prepare, start_mpi, wait_mpi);
         }
         double copy_gbs = 0;
         if (cuda) {
@@ -336,6 +361,7 @@ int main_impl(int argc, char** argv, const World& w) {
             // A barrier is right when nobody leaves before the last one came.
             const double entered = MPI_Wtime();
             if (coll->kind == Kind::kBarrier && w.rank == n - 1) usleep(20000);
+            turn = 0;
             run_chorus();
             size_t bad = coll->kind == Kind::kBarrier && w.rank != n - 1 && MPI_Wtime() - entered < 0.0199;
             // The broadcast root works in place: its result is its input.

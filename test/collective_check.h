@@ -9,13 +9,15 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "block_layout.h"
 #include "emulated_device.h"
-#include "reduce/host_reducer.h"
 #include "loopback_driver.h"
+#include "reduce/host_reducer.h"
 #include "reference.h"
 
 namespace test {
@@ -69,6 +71,19 @@ inline std::string describe(const CollCase& c, int p) {
                        c.shape == Shape::Even ? "" : c.shape == Shape::Irregular ? " irregular" : " skewed");
 }
 
+// The arguments of `c` on p ranks.
+inline CollArgs args_of(const CollCase& c, int p) {
+    CollArgs a;
+    a.coll = c.coll;
+    a.count = c.count;
+    a.counts = c.counts;
+    a.dtype = c.dt;
+    a.op = c.op;
+    a.root = c.root;
+    a.size = p;
+    return a;
+}
+
 // A group whose communicators force `algo` for the collective (or choose
 // automatically when algo is empty).
 inline chorus::Config forced(Collective coll, const std::string& algo, size_t chunk_bytes = 64 * 1024, int window = 4) {
@@ -89,14 +104,15 @@ struct Placement {
     bool via_stream = false;
 };
 
-// Run `args` (one per rank) on `group` with each rank's send and receive
-// pointers, which point into its `in` and `out` buffers. On an emulated
-// device (`place.mem`), the buffers the collective sees are copies of in and
-// out in memory of the chosen kind, copied back after the run.
+// Run `args` (one per rank) on `group` with rank r's buffers `send[r]` and
+// `recv[r]`, each pointing into in[r] or out[r] (or null). On an emulated
+// device the buffers the collective sees are copies of in/out in memory of
+// the chosen kind, copied back after the run; with `via_stream` each input
+// holds `poison` until its rank's stream runs.
 inline std::vector<chorus_result_t> run_placed(LoopbackGroup& group, const std::vector<CollArgs>& args,
                                                std::vector<std::vector<char>>& in, std::vector<std::vector<char>>& out,
                                                const std::vector<const void*>& send, const std::vector<void*>& recv,
-                                               const Placement& place, char poison, std::string* error) {
+                                               const Placement& place, std::string* error, char poison = '\x5a') {
     const int p = group.size();
     std::vector<const void*> run_send = send;
     std::vector<void*> run_recv = recv, streams;
@@ -109,7 +125,8 @@ inline std::vector<chorus_result_t> run_placed(LoopbackGroup& group, const std::
             dout[r] = place.mem->clone(out[r].data(), out[r].size(), kout);
             auto remap = [&](const void* q) -> char* {
                 auto a = static_cast<const char*>(q);
-                if (a >= in[r].data() && a < in[r].data() + in[r].size()) return static_cast<char*>(din[r]) + (a - in[r].data());
+                if (a >= in[r].data() && a < in[r].data() + in[r].size())
+                    return static_cast<char*>(din[r]) + (a - in[r].data());
                 return static_cast<char*>(dout[r]) + (a - out[r].data());
             };
             run_send[r] = send[r] ? remap(send[r]) : nullptr;
@@ -135,6 +152,14 @@ inline std::vector<chorus_result_t> run_placed(LoopbackGroup& group, const std::
     }
     return rc;
 }
+// The same arguments on every rank.
+inline std::vector<chorus_result_t> run_placed(LoopbackGroup& group, const CollArgs& args,
+                                               std::vector<std::vector<char>>& in, std::vector<std::vector<char>>& out,
+                                               const std::vector<const void*>& send, const std::vector<void*>& recv,
+                                               const Placement& place, std::string* error, char poison = '\x5a') {
+    return run_placed(group, std::vector<CollArgs>(static_cast<size_t>(group.size()), args), in, out, send, recv,
+                      place, error, poison);
+}
 
 inline void check_movement(LoopbackGroup& group, const CollCase& c, const Placement& place);
 
@@ -143,14 +168,7 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
     const int p = group.size();
     const size_t w = ref::esize(c.dt);
     const char poison = '\x5a';
-    CollArgs args;
-    args.coll = c.coll;
-    args.count = c.count;
-    args.counts = c.counts;
-    args.dtype = c.dt;
-    args.op = c.op;
-    args.root = c.root;
-    args.size = p;
+    const CollArgs args = args_of(c, p);
     const size_t total = c.coll == Collective::ReduceScatter ? args.total_count() : c.count;
 
     // Inputs and the expected output of every rank (in elements).
@@ -221,7 +239,7 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
         if (c.coll == Collective::Broadcast && r != c.root) send[r] = recv[r];
     }
     std::string error;
-    auto rc = run_placed(group, std::vector<CollArgs>(p, args), in, out, send, recv, place, poison, &error);
+    auto rc = run_placed(group, std::vector<CollArgs>(p, args), in, out, send, recv, place, &error, poison);
     INFO(describe(c, p) << " " << error);
     for (int r = 0; r < p; ++r) {
         INFO("rank " << r);
@@ -243,6 +261,35 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
         }
     }
 }
+
+// A loopback group whose ranks each have an emulated device over one shared
+// EmulatedMemory. `direct`: the transport takes device memory; otherwise
+// every device transfer must be staged through pinned host memory.
+struct DeviceGroup {
+    std::shared_ptr<EmulatedMemory> mem = std::make_shared<EmulatedMemory>();
+    std::vector<EmulatedDevice*> devices;
+    LoopbackGroup group;
+
+    DeviceGroup(int p, const chorus::Config& cfg, bool direct, bool rendezvous = false, int items_per_poll = 1)
+        : group(p, cfg, rendezvous, [this, items_per_poll] {
+              auto d = std::make_unique<EmulatedDevice>(mem, items_per_poll);
+              devices.push_back(d.get());
+              return d;
+          }) {
+        auto m = mem;
+        group.hub->emulate_device([m](const void* q) { return m->is_device(q); }, direct);
+    }
+    Placement place(std::function<MemKind(int, bool)> kind, bool via_stream = false) {
+        Placement pl;
+        pl.mem = mem.get();
+        pl.kind = std::move(kind);
+        pl.via_stream = via_stream;
+        return pl;
+    }
+    void check(const CollCase& c, std::function<MemKind(int, bool)> kind, bool via_stream = false) {
+        check_collective(group, c, place(std::move(kind), via_stream));
+    }
+};
 
 }  // namespace test
 

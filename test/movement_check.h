@@ -198,7 +198,7 @@ inline void check_movement(LoopbackGroup& group, const CollCase& given, const Pl
     }
     const std::vector<std::vector<char>> in_before = in, out_before = out;
     std::string error;
-    auto result = run_placed(group, args, in, out, send, recv, place, poison, &error);
+    auto result = run_placed(group, args, in, out, send, recv, place, &error, poison);
     INFO(describe(c, p) << " " << error);
     std::vector<char> want;
     for (int r = 0; r < p; ++r) {

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "chorus.h"
-#include "mpi_comm.h"
 #include "mpi_test_util.h"
 #include "reference.h"
 
@@ -20,7 +19,13 @@ using mpitest::world_size;
 
 namespace {
 
-using Comm = mpitest::ForcedComm;
+// A communicator that forces `algo` for `coll`, with several pieces per
+// message.
+struct Comm : mpitest::ForcedComm {
+    Comm(const std::string& coll, const std::string& algo) : ForcedComm(coll, algo, "16K") {
+        REQUIRE(rc == CHORUS_SUCCESS);
+    }
+};
 
 const chorus_datatype_t kTypes[] = {CHORUS_INT8, CHORUS_UINT16, CHORUS_INT32, CHORUS_UINT64,
                                     CHORUS_FLOAT16, CHORUS_BFLOAT16, CHORUS_FLOAT32, CHORUS_FLOAT64};

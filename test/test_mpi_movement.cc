@@ -15,7 +15,6 @@
 
 #include "block_layout.h"
 #include "chorus.h"
-#include "mpi_comm.h"
 #include "mpi_test_util.h"
 #include "reference.h"
 
@@ -95,6 +94,7 @@ TEST_CASE("allgatherv over UCX, every algorithm, against MPI_Allgatherv", "[mpi]
     const int p = world_size(), me = world_rank();
     for (const char* algo : {"ring", "bcast", "shm_flat"}) {
         mpitest::ForcedComm comm("allgatherv", algo);
+        REQUIRE(comm.rc == CHORUS_SUCCESS);
         for (auto dt : kTypes)
             for (Shape shape : kShapes)
                 for (size_t count : counts_for(p))
@@ -130,6 +130,7 @@ TEST_CASE("alltoall and alltoallv over UCX, every algorithm, against MPI_Alltoal
         const std::string s = spec, coll = s.substr(0, s.find('=')), algo = s.substr(s.find('=') + 1);
         const bool v = coll == "alltoallv";
         mpitest::ForcedComm comm(coll, algo);
+        REQUIRE(comm.rc == CHORUS_SUCCESS);
         for (auto dt : kTypes)
             for (Shape shape :
                  v ? std::vector<Shape>(std::begin(kShapes), std::end(kShapes)) : std::vector<Shape>{Shape::Even})
@@ -184,6 +185,7 @@ TEST_CASE("gather(v) and scatter(v) over UCX, every algorithm and root, against 
         const std::string s = spec, coll = s.substr(0, s.find('=')), algo = s.substr(s.find('=') + 1);
         const bool v = coll.back() == 'v', gather = coll[0] == 'g';
         mpitest::ForcedComm comm(coll, algo);
+        REQUIRE(comm.rc == CHORUS_SUCCESS);
         for (auto dt : kTypes)
             for (Shape shape :
                  v ? std::vector<Shape>(std::begin(kShapes), std::end(kShapes)) : std::vector<Shape>{Shape::Even})
@@ -256,6 +258,7 @@ TEST_CASE("the barrier holds every rank until the last one has entered", "[mpi][
     for (const char* algo : {"dissemination", "shm_flat"}) {
         INFO(algo);
         mpitest::ForcedComm comm("barrier", algo);
+        REQUIRE(comm.rc == CHORUS_SUCCESS);
         for (int late : {0, p - 1}) {
             MPI_Barrier(MPI_COMM_WORLD);
             const double t0 = MPI_Wtime();

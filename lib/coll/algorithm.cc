@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "base/error.h"
+#include "coll/one_sided_steps.h"
 #include "reduce/datatype.h"
 
 namespace chorus::coll {
@@ -64,6 +65,10 @@ void side_arrays(const CollArgs& a, Side side, const std::vector<size_t>** c, co
                            ((a.coll == Collective::Alltoall || a.coll == Collective::Alltoallv) && own_send);
     *c = send_side ? &a.send_counts : &a.counts;
     *d = send_side ? &a.send_displs : &a.displs;
+}
+
+bool one_sided(const CollArgs& a) {
+    return os_supported(a);
 }
 
 }  // namespace
@@ -145,27 +150,32 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Allreduce, "recursive_doubling", build_recursive_doubling_allreduce, any},
         {Collective::Allreduce, "rabenseifner", build_rabenseifner_allreduce, any},
         {Collective::Allreduce, "shm_flat", build_flat_allreduce, slots},
+        {Collective::Allreduce, "one_sided", build_one_sided_allreduce, one_sided},
     };
     static const std::vector<Algorithm> bcast = {
         {Collective::Broadcast, "binomial", build_binomial_bcast, any},
         {Collective::Broadcast, "chain", build_chain_bcast, any},
         {Collective::Broadcast, "scatter_allgather", build_scatter_allgather_bcast, any},
         {Collective::Broadcast, "shm_flat", build_flat_bcast, slots},
+        {Collective::Broadcast, "one_sided", build_one_sided_bcast, one_sided},
     };
     static const std::vector<Algorithm> reduce = {
         {Collective::Reduce, "binomial", build_binomial_reduce, any},
         {Collective::Reduce, "reduce_scatter_gather", build_reduce_scatter_gather_reduce, any},
         {Collective::Reduce, "shm_flat", build_flat_reduce, slots},
+        {Collective::Reduce, "one_sided", build_one_sided_reduce, one_sided},
     };
     static const std::vector<Algorithm> reduce_scatter = {
         {Collective::ReduceScatter, "halving", build_halving_reduce_scatter, any},
         {Collective::ReduceScatter, "ring", build_ring_reduce_scatter, any},
         {Collective::ReduceScatter, "shm_flat", build_flat_reduce_scatter, slots},
+        {Collective::ReduceScatter, "one_sided", build_one_sided_reduce_scatter, one_sided},
     };
     static const std::vector<Algorithm> allgather = {
         {Collective::Allgather, "ring", build_ring_allgather, any},
         {Collective::Allgather, "bruck", build_bruck_allgather, any},
         {Collective::Allgather, "shm_flat", build_flat_allgather, slots},
+        {Collective::Allgather, "one_sided", build_one_sided_allgather, one_sided},
     };
     static const std::vector<Algorithm> allgatherv = {
         {Collective::Allgatherv, "ring", build_ring_allgather, any},

@@ -88,6 +88,7 @@ struct CollArgs {
     size_t chunk_bytes = 256 * 1024;  // pipeline chunk
     int depth = 16;                   // chunks in flight per phase (scratch slots)
     size_t slot_bytes = 0;            // room in a publish slot (0: the ranks share no memory)
+    bool one_sided = false;           // every rank on one host, each reading the others' memory
 
     // reduce_scatter: elements of block i, and where it starts in Send.
     size_t block_count(int i) const { return counts.empty() ? count : counts[i]; }
@@ -156,6 +157,12 @@ std::unique_ptr<Schedule> build_flat_alltoall(const CollArgs& args);
 std::unique_ptr<Schedule> build_flat_gather(const CollArgs& args);
 std::unique_ptr<Schedule> build_flat_scatter(const CollArgs& args);
 std::unique_ptr<Schedule> build_flat_barrier(const CollArgs& args);
+// One-sided steps (CollArgs::one_sided), one_sided_*.cc.
+std::unique_ptr<Schedule> build_one_sided_allreduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_one_sided_bcast(const CollArgs& args);
+std::unique_ptr<Schedule> build_one_sided_reduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_one_sided_reduce_scatter(const CollArgs& args);
+std::unique_ptr<Schedule> build_one_sided_allgather(const CollArgs& args);
 // Whether the largest message of this size class fits a publish slot, as
 // many blocks of it as the collective's flat algorithm publishes.
 bool fits_slot(const CollArgs& args);

@@ -26,8 +26,8 @@ namespace chorus::coll {
 std::unique_ptr<Schedule> build_bcast_allgatherv(const CollArgs& a) {
     auto sched = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
     Schedule& s = *sched;
-    StepBuilder sb(s, a);
     const int p = a.size, r = a.rank;
+    StepBuilder sb(s, a, p);  // one step index per block
     int rounds = 0;
     while ((1 << rounds) < p) ++rounds;
 

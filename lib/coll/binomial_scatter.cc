@@ -21,7 +21,7 @@ namespace chorus::coll {
 std::unique_ptr<Schedule> build_binomial_scatter(const CollArgs& a) {
     auto sched = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
     Schedule& s = *sched;
-    StepBuilder sb(s, a);
+    StepBuilder sb(s, a, 2);  // a subtree's message is at most two runs
     const TreeBlocks t(a);
     const Buf from = t.buffer(Buf::Send);
 

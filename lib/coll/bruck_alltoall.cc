@@ -87,6 +87,7 @@ std::unique_ptr<Schedule> build_bruck_alltoall(const CollArgs& a) {
         for (int i = d; i < p; ++i) moved += (i & d) != 0;
         most = std::max(most, moved);
     }
+    const TagSpace tags(ceil_log2(static_cast<uint64_t>(p)));  // one step index a round
     const size_t out_pack = static_cast<size_t>(p) * blk, in_pack = out_pack + most * blk;
     s.need_scratch(in_pack + most * blk);
 
@@ -108,7 +109,7 @@ std::unique_ptr<Schedule> build_bruck_alltoall(const CollArgs& a) {
         for (int i = d; i < p; ++i)
             if (i & d) read_by[i] = copies.add({Buf::Scratch, out_pack + moved++ * blk}, at[i], blk, {writer[i], sent});
         const std::vector<StepId> packed = copies.emit();
-        const uint32_t tag = tag_of(static_cast<uint32_t>(k), 0);
+        const uint32_t tag = tags.tag(static_cast<uint64_t>(k), 0);
         sent = s.send(mod(r + d, p), tag, {Buf::Scratch, out_pack}, moved * blk, packed);
         if (k == 0) first_send = sent;
         const StepId got = s.recv(mod(r - d, p), tag, {Buf::Scratch, in_pack}, moved * blk, unpacked);

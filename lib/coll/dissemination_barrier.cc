@@ -18,11 +18,12 @@ std::unique_ptr<Schedule> build_dissemination_barrier(const CollArgs& a) {
     auto sched = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
     Schedule& s = *sched;
     const int p = a.size, r = a.rank;
-    std::vector<StepId> heard;  // the tokens of the rounds before
+    std::vector<StepId> heard;                                 // the tokens of the rounds before
+    const TagSpace tags(ceil_log2(static_cast<uint64_t>(p)));  // one step index a round
     size_t round = 0;
     for (int d = 1; d < p; d *= 2, ++round) {
-        s.send(mod(r + d, p), tag_of(static_cast<uint32_t>(round), 0), {Buf::Scratch, 0}, 1, heard);
-        heard.push_back(s.recv(mod(r - d, p), tag_of(static_cast<uint32_t>(round), 0), {Buf::Scratch, 1 + round}, 1));
+        s.send(mod(r + d, p), tags.tag(round, 0), {Buf::Scratch, 0}, 1, heard);
+        heard.push_back(s.recv(mod(r - d, p), tags.tag(round, 0), {Buf::Scratch, 1 + round}, 1));
     }
     s.need_scratch(1 + round);
     s.finalize();

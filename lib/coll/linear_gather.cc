@@ -31,7 +31,7 @@ constexpr StepId kNone = ~StepId(0);
 std::unique_ptr<Schedule> build_direct(const CollArgs& a, bool gather) {
     auto sched = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
     Schedule& s = *sched;
-    StepBuilder sb(s, a);
+    StepBuilder sb(s, a, 1);  // one message per peer
     const int p = a.size, root = a.root, window = std::max(1, a.depth);
     if (a.rank != root) {
         if (gather)

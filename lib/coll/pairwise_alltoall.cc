@@ -30,8 +30,8 @@ namespace chorus::coll {
 std::unique_ptr<Schedule> build_pairwise_alltoall(const CollArgs& a) {
     auto sched = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
     Schedule& s = *sched;
-    StepBuilder sb(s, a);
     const int p = a.size, r = a.rank;
+    StepBuilder sb(s, a, p);  // steps 1 .. size-1
     size_t largest = 0;
     for (int i = 0; i < p; ++i)
         largest = std::max({largest, a.block(Side::Send, i).count, a.block(Side::Recv, i).count});

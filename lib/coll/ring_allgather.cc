@@ -23,8 +23,8 @@ namespace chorus::coll {
 std::unique_ptr<Schedule> build_ring_allgather(const CollArgs& a) {
     auto sched = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
     Schedule& s = *sched;
-    StepBuilder sb(s, a);
     const int p = a.size, r = a.rank;
+    StepBuilder sb(s, a, p - 1);
     auto block = [&](int b) { return a.block(Side::Recv, b); };
 
     const int next = ring_next(r, p), prev = ring_prev(r, p);

@@ -3,16 +3,10 @@
 #include <algorithm>
 #include <limits>
 
-#include "reduce/datatype.h"
 #include "base/error.h"
+#include "reduce/datatype.h"
 
 namespace chorus::coll {
-
-namespace {
-// Past this size every algorithm is bandwidth-bound the way it is here:
-// larger classes are modelled at this size.
-constexpr int kLargestModelledClass = 26;  // 64 MiB
-}  // namespace
 
 int Selector::size_class(size_t bytes) {
     int c = 0;
@@ -24,21 +18,27 @@ int Selector::size_class(size_t bytes) {
 }
 
 namespace {
+// 2^(s/4) in 128ths, s = 0..3.
+constexpr size_t kQuarter[4] = {128, 152, 181, 215};
 
-// Elements of the largest block of an all-gatherv (agreed by every rank).
-size_t largest_block(const CollArgs& a) {
+// An all-gatherv's largest block, as an octave (agreed by every rank; 0 for
+// every other collective and for the block form).
+int shape_of(const CollArgs& a) {
+    if (a.coll != Collective::Allgatherv || a.counts.empty()) return 0;
     size_t most = 0;
     for (int i = 0; i < a.size; ++i) most = std::max(most, a.block(Side::Recv, i).count);
-    return most;
+    return Selector::size_class(most * datatype_size(a.dtype));
 }
 
-// The representative arguments of a size class: the block form, rooted at 0,
-// at the class's lower bound. An all-gatherv's blocks are modelled by its
-// mean (the class) and its largest block (`shape`, a size class too): one
-// block of the largest size, the rest shared evenly by the other ranks.
-CollArgs model_of(const CollArgs& args, int cls, int shape) {
+// The representative arguments of a message of `bytes`: the block form,
+// rooted at 0. An all-gatherv's blocks are modelled by their mean (`bytes`)
+// and its largest block (the octave `shape`, at its lower end): one block of
+// the largest size, the rest shared evenly by the other ranks.
+CollArgs model_of(const CollArgs& args, size_t bytes, int shape) {
     const size_t esize = datatype_size(args.dtype);
+    const int avg = args.op == CHORUS_AVG ? 1 : 0;
     CollArgs model = args;
+    model.op = avg ? CHORUS_AVG : CHORUS_SUM;
     model.root = 0;
     model.rank = 0;
     model.in_place = false;
@@ -46,12 +46,13 @@ CollArgs model_of(const CollArgs& args, int cls, int shape) {
     model.displs.clear();
     model.send_counts.clear();
     model.send_displs.clear();
-    auto lower_bound = [&](int c) { return (size_t(1) << std::min(c, kLargestModelledClass)) / esize; };
-    const size_t elems = args.message_bytes() ? lower_bound(cls) : 0;
-    model.count = args.coll == Collective::ReduceScatter ? elems / static_cast<size_t>(args.size) : elems;
+    const size_t elems = bytes / esize;
+    model.count = elems;
+    if (args.coll == Collective::ReduceScatter)
+        model.count = elems ? std::max<size_t>(1, elems / static_cast<size_t>(args.size)) : 0;
     if (args.coll == Collective::Allgatherv && args.size > 1 && !args.counts.empty()) {
         const size_t total = elems * static_cast<size_t>(args.size);
-        const size_t most = std::min(total, std::max(elems, lower_bound(shape)));
+        const size_t most = std::min(total, std::max(elems, (size_t(1) << shape) / esize));
         const size_t rest = (total - most) / static_cast<size_t>(args.size - 1);
         model.counts.assign(static_cast<size_t>(args.size), rest);
         model.counts[0] = most;
@@ -63,37 +64,97 @@ CollArgs model_of(const CollArgs& args, int cls, int shape) {
 
 }  // namespace
 
-const Choice& Selector::choose(const CollArgs& args, bool* fresh) {
-    size_t esize = datatype_size(args.dtype);
-    int cls = size_class(args.message_bytes());
-    int shape =
-        args.coll == Collective::Allgatherv && !args.counts.empty() ? size_class(largest_block(args) * esize) : 0;
+size_t Selector::class_floor(size_t cls) {
+    const size_t octave = cls / 4, q = cls % 4;
+    if (octave >= 63) return size_t(1) << 63;
+    const size_t base = size_t(1) << octave;
+    return octave >= 7 ? (base >> 7) * kQuarter[q] : base * kQuarter[q] / 128;
+}
+
+size_t Selector::quarter_class(size_t bytes) {
+    if (bytes == 0) return 0;
+    size_t cls = static_cast<size_t>(size_class(bytes)) * 4;
+    while (cls % 4 < 3 && class_floor(cls + 1) <= bytes) ++cls;
+    return cls;
+}
+
+const Prediction* Selector::prediction(const Algorithm& algo, const CollArgs& args, size_t bytes) {
+    const size_t esize = datatype_size(args.dtype);
+    const int avg = args.op == CHORUS_AVG ? 1 : 0, shape = shape_of(args);
     auto key =
-        std::make_tuple(static_cast<int>(args.coll), args.size, cls, esize, args.op == CHORUS_AVG ? 1 : 0, shape);
+        std::make_pair(Key{static_cast<int>(args.coll), args.size, bytes, esize, avg, args.slot_bytes, shape}, &algo);
+    auto it = predicted_.find(key);
+    if (it == predicted_.end()) {
+        const CollArgs model = model_of(args, bytes, shape);
+        Cached c{true, {}};
+        if (!algo.supports || algo.supports(model)) {
+            try {
+                c = {false, predict(algo, model, params_)};
+            } catch (const Error& e) {
+                // An algorithm that declines these arguments is not a candidate.
+                if (e.code() != CHORUS_ERR_UNSUPPORTED) throw;
+            }
+        }
+        it = predicted_.emplace(key, c).first;
+    }
+    return it->second.declined ? nullptr : &it->second.prediction;
+}
+
+Predictions Selector::predictions(const CollArgs& args, size_t bytes) {
+    Predictions out;
+    for (const Algorithm& a : algorithms_for(args.coll))
+        if (const Prediction* p = prediction(a, args, bytes)) out.emplace_back(&a, *p);
+    return out;
+}
+
+const Choice& Selector::choose(const CollArgs& args, bool* fresh) {
+    const size_t esize = datatype_size(args.dtype);
+    const size_t msg = args.message_bytes();
+    const size_t cls = quarter_class(msg);
+    const int avg = args.op == CHORUS_AVG ? 1 : 0;
+    Key key{static_cast<int>(args.coll), args.size, cls, esize, avg, args.slot_bytes, shape_of(args)};
     auto it = cache_.find(key);
     if (fresh) *fresh = it == cache_.end();
     if (it != cache_.end()) return it->second;
 
-    CollArgs model = model_of(args, cls, shape);
-
+    // The class's two ends (one point for empty messages).
+    const size_t lo = msg ? class_floor(cls) : 0;
+    const size_t hi = msg && cls / 4 < 62 ? class_floor(cls + 1) : lo;
+    const Predictions at_lo = predictions(args, lo);
+    auto ratio = [](double t, double best) {
+        if (best > 0) return t / best;
+        return t > 0 ? std::numeric_limits<double>::infinity() : 1.0;
+    };
+    double best_lo = std::numeric_limits<double>::infinity();
+    for (const auto& [a, pr] : at_lo) best_lo = std::min(best_lo, pr.us);
     Choice choice;
-    choice.model_bytes = model.message_bytes();
-    double best = std::numeric_limits<double>::infinity();
-    for (const Algorithm& a : algorithms_for(args.coll)) {
-        if (a.supports && !a.supports(args)) continue;
-        double t;
-        try {
-            t = predict_us(a, model, params_);
-        } catch (const Error& e) {
-            // An algorithm that declines these arguments is not a candidate.
-            if (e.code() != CHORUS_ERR_UNSUPPORTED) throw;
-            continue;
+    choice.model_bytes = lo;
+    std::vector<std::pair<const Algorithm*, double>> near;  // candidates, with their ratio at lo
+    for (const auto& [a, pr] : at_lo) {
+        choice.predictions.emplace_back(a, pr.us);
+        if (ratio(pr.us, best_lo) <= kNearBest) near.emplace_back(a, ratio(pr.us, best_lo));
+    }
+    if (near.size() == 1) {
+        choice.algorithm = near[0].first;
+        choice.regret = near[0].second;
+    } else if (near.size() > 1) {
+        // The upper end, for the candidates only (each against the best of
+        // them there).
+        double best_hi = std::numeric_limits<double>::infinity();
+        std::vector<double> t_hi;
+        for (const auto& [a, r] : near) {
+            const Prediction* at_hi = prediction(*a, args, hi);
+            t_hi.push_back(at_hi ? at_hi->us : std::numeric_limits<double>::infinity());
+            best_hi = std::min(best_hi, t_hi.back());
         }
-        choice.predictions.emplace_back(&a, t);
-        // Ties go to the earlier algorithm in the registry.
-        if (t < best * (1 - 1e-9)) {
-            best = t;
-            choice.algorithm = &a;
+        choice.regret = std::numeric_limits<double>::infinity();
+        for (size_t i = 0; i < near.size(); ++i) {
+            const double r = std::max(near[i].second, ratio(t_hi[i], best_hi));
+            // Ties go to the earlier algorithm in the registry.
+            if (!choice.algorithm || r < choice.regret * (1 - 1e-9)) {
+                choice.regret = r;
+                choice.algorithm = near[i].first;
+            }
         }
     }
     if (!choice.algorithm)

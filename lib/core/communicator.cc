@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "core/agreement.h"
+#include "core/trace.h"
 #include "exec/inline_run.h"
 #include "net/mpi_bootstrap.h"
 #include "net/shm/shm_transport.h"
@@ -23,10 +24,19 @@ constexpr size_t kMaxInflight = 1024;
 
 // The cost model's parameters for this transport: messages it copies through
 // shared memory pay no rendezvous.
-coll::CostParams cost_params(coll::CostParams p, const net::Transport& t) {
+coll::CostParams cost_params(coll::CostParams p, const net::Transport& t,
+                             const std::shared_ptr<const coll::HostMap>& hosts) {
     p.eager_bytes = std::max(p.eager_bytes, t.host_only_max());
     p.all_local = t.slot_bytes() > 0;
+    if (hosts->hosts() > 1) p.hosts = hosts;
     return p;
+}
+
+// The transport's host labels (none: every rank on this host).
+std::shared_ptr<const coll::HostMap> host_map(const net::Transport& t) {
+    std::vector<int> labels = t.host_labels();
+    if (labels.empty()) labels.assign(static_cast<size_t>(t.size()), 0);
+    return std::make_shared<const coll::HostMap>(coll::HostMap::from_labels(labels));
 }
 }  // namespace
 
@@ -78,6 +88,10 @@ std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm) {
         return std::string();
     });
     c->id_ = id;
+    // Timing (traces, stragglers) is on for all ranks if any rank asks, with
+    // the clock offsets measured now.
+    const bool timing = !boot->all(config.trace_dir.empty() && config.log_level < LogLevel::Info);
+    c->observer_.created(id, timing, timing ? clock_offset_us(boot->comm()) : 0);
     c->boot_ = std::move(boot);
     return c;
 }
@@ -89,15 +103,18 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
       transport_(std::move(transport)),
       rank_(transport_->rank()),
       size_(transport_->size()),
+      hosts_(host_map(*transport_)),
       buffers_(device ? std::move(device) : make_cuda_device(), transport_->device_memory() && !config_.always_stage),
-      plans_(config_, cost_params(config_.cost, *transport_), transport_->rank() == 0),
+      plans_(config_, cost_params(config_.cost, *transport_, hosts_), transport_->rank() == 0),
       waiter_(config_, transport_->local_ranks()),
-      watchdog_(config_) {
+      watchdog_(config_),
+      observer_(config_, *transport_, ops_) {
     // Touch the scratch a pipelined operation needs once, up front.
     buffers_.warm(config_.chunk_bytes * static_cast<size_t>(config_.window));
     if (rank() == 0) {
         log(LogLevel::Debug, 0, "communicator of ", size(), " ranks (", transport_->local_ranks(),
             " on this host) over ", transport_->name(), "; ", config_.describe());
+        log(LogLevel::Info, 0, hosts_->describe());
         for (const auto& name : config_.unknown) log(LogLevel::Warn, 0, "unknown setting ", name, " ignored");
     }
 }
@@ -114,6 +131,7 @@ Communicator::~Communicator() {
         if (op->executor) op->executor->abort();
         buffers_.release(*op);
     }
+    observer_.closing();
     ops_.clear();
     buffers_.device().drain();
     buffers_.device().forget_host();  // the slots go with the transport
@@ -133,10 +151,19 @@ void Communicator::fill(coll::CollArgs& args) const {
     args.chunk_bytes = config_.chunk_bytes;
     args.depth = config_.window;
     args.slot_bytes = transport_->slot_bytes();
+    args.one_sided = transport_->one_sided();
 }
 
 Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* recvbuf, void* stream) {
-    if (failed_) fail(CHORUS_ERR_COMM_FAILED, "communicator failed earlier: ", failure_);
+    if (failed_ && next_seq_ >= failed_from_) {
+        // The operation a peer failed in fails here with the peer's error;
+        // the ones after it say the communicator failed.
+        if (next_seq_ == failed_from_ && failed_code_ != CHORUS_ERR_COMM_FAILED) {
+            next_seq_ = net::next_operation_seq(next_seq_);
+            fail(failed_code_, failure_);
+        }
+        fail(CHORUS_ERR_COMM_FAILED, "communicator failed earlier: ", failure_);
+    }
     fill(args);
     if (config_.check) check_agreement(args);
     const uint64_t seq = next_seq_;
@@ -151,9 +178,8 @@ Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* r
         if (next_seq_ == seq) next_seq_ = net::next_operation_seq(next_seq_);
         std::string why =
             cat(coll::collective_name(args.coll), " #", seq, " on rank ", rank(), " failed to start: ", e.what());
-        tell_peers(e.code(), why);
-        failed_ = true;
-        failure_ = why;
+        tell_peers(e.code(), seq, why);
+        mark_failed(seq, CHORUS_ERR_COMM_FAILED, why);
         throw Error(e.code(), why);
     }
 }
@@ -166,6 +192,10 @@ Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, co
     op->args = args;
     op->algorithm = plan.algo->name;
     op->schedule = plan.schedule;
+    if (resume)
+        op->record = resume->record;
+    else
+        observer_.begin(*op);
     if (!config_.inject.empty() && config_.inject == cat("start:", op->seq))
         fail(CHORUS_ERR_OUT_OF_MEMORY, "failure injected at the start of operation #", op->seq,
              " (CHORUS_INJECT_FAILURE=", config_.inject, ")");
@@ -184,6 +214,7 @@ Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, co
             op->executor =
                 std::make_unique<Executor>(*op->schedule, *transport_, bufs, op->seq, config_.window, use, done);
         if (op->mirrors[1]) op->executor->add_final_copy(recvbuf, op->mirrors[1], op->mirror_bytes);
+        if (!config_.trace_dir.empty()) op->executor->time_steps();
     } catch (...) {
         if (op->executor)
             op->executor->abort();
@@ -229,14 +260,12 @@ void Communicator::exchange(coll::Collective coll, const char* algo, size_t coun
 }
 
 void Communicator::abort(const std::string& why) {
+    observer_.dump("chorus_comm_abort");
     // The peers learn of it at once, whatever they are doing.
-    if (!failed_) tell_peers(CHORUS_ERR_COMM_FAILED, cat("rank ", rank(), " aborted: ", why));
+    if (!failed_) tell_peers(CHORUS_ERR_COMM_FAILED, 0, cat("rank ", rank(), " aborted: ", why));
     for (auto& op : ops_)
         if (!op->finished) fail_op(*op, CHORUS_ERR_COMM_FAILED, cat("aborted: ", why), false);
-    if (!failed_) {
-        failed_ = true;
-        failure_ = cat("aborted: ", why);
-    }
+    mark_failed(0, CHORUS_ERR_COMM_FAILED, cat("aborted: ", why));
 }
 
 void Communicator::fail_op(Operation& op, chorus_result_t code, const std::string& message, bool tell) {
@@ -246,14 +275,24 @@ void Communicator::fail_op(Operation& op, chorus_result_t code, const std::strin
                    datatype_name(op.args.dtype), ") on rank ", rank(), ": ", message);
     op.executor->abort();
     // The peers' state is unknown now: later operations would not match.
-    if (tell && !failed_) tell_peers(code, op.error);
-    failed_ = true;
-    failure_ = op.error;
+    if (tell && !failed_) tell_peers(code, op.seq, op.error);
+    mark_failed(op.seq, CHORUS_ERR_COMM_FAILED, op.error);
+    observer_.end(op);
     log(LogLevel::Error, rank(), op.error);
 }
 
-void Communicator::tell_peers(chorus_result_t code, const std::string& message) {
-    std::string notice = std::string(1, static_cast<char>(code)) + message;
+void Communicator::mark_failed(uint64_t from, chorus_result_t code, const std::string& why) {
+    if (failed_ && failed_from_ <= from) return;
+    failed_ = true;
+    failed_from_ = from;
+    failed_code_ = code;
+    failure_ = why;
+}
+
+// A notice: the code (one byte), the first operation the sender will not
+// finish (decimal, then a space), the message.
+void Communicator::tell_peers(chorus_result_t code, uint64_t from, const std::string& message) {
+    std::string notice = std::string(1, static_cast<char>(code)) + std::to_string(from) + " " + message;
     for (int r = 0; r < size(); ++r)
         if (r != rank()) transport_->notify(r, notice);
     transport_->flush_notices(3000);
@@ -263,15 +302,16 @@ void Communicator::poll_notices() {
     int source = -1;
     std::string notice;
     while (transport_->poll_notice(&source, &notice)) {
-        if (notice.empty()) continue;
+        if (observer_.notice(source, notice)) continue;
+        const size_t space = notice.find(' ');
+        if (notice.size() < 2 || space == std::string::npos) continue;
         auto code = static_cast<chorus_result_t>(notice[0]);
-        std::string why = cat("rank ", source, " failed: ", notice.substr(1));
+        const uint64_t from = std::strtoull(notice.c_str() + 1, nullptr, 10);
+        std::string why = cat("rank ", source, " failed: ", notice.substr(space + 1));
+        // The sender finished every operation before `from`: those go on.
         for (auto& op : ops_)
-            if (!op->finished) fail_op(*op, code, why, false);
-        if (!failed_) {
-            failed_ = true;
-            failure_ = why;
-        }
+            if (!op->finished && op->seq >= from) fail_op(*op, code, why, false);
+        mark_failed(from, code, why);
     }
 }
 
@@ -286,6 +326,7 @@ bool Communicator::progress(Operation* target) {
         try {
             if (op->executor->progress()) {
                 op->finished = true;
+                observer_.end(*op);
                 transport_->settle();
             }
         } catch (const Error& e) {
@@ -303,18 +344,24 @@ bool Communicator::progress(Operation* target) {
     // at most 1024 polls late.
     if (moved) Watchdog::moved(ops_);
     if (waiter_.after_pass(moved)) {
-        watchdog_.check(ops_, *transport_, name(),
-                        [this](Operation& op, const std::string& why) { fail_op(op, CHORUS_ERR_TIMEOUT, why); });
+        bool warned = watchdog_.check(ops_, *transport_, name(), [this](Operation& op, const std::string& why) {
+            fail_op(op, CHORUS_ERR_TIMEOUT, why);
+            observer_.dump("timeout");
+        });
         poll_notices();
+        observer_.idle(warned);
     }
     return target->finished;
 }
 
 void Communicator::wait(Operation* op) {
+    constexpr unsigned kIdleEvery = 8;
     unsigned idle = 0;
     while (!progress(op)) {
-        waiter_.pause(++idle);
         if (waiter_.just_moved()) idle = 0;
+        ++idle;
+        if (idle_fn_ && idle % kIdleEvery == 0) idle_fn_(idle_arg_);
+        waiter_.pause(idle);
     }
 }
 
@@ -348,7 +395,8 @@ bool Communicator::run_inline(const coll::CollArgs& a, const void* sendbuf, void
     if (s.has_transfers() || s.scratch_bytes() || (sendbuf && !host_side(buffers_.device().kind(sendbuf))) ||
         (recvbuf && !host_side(buffers_.device().kind(recvbuf))))
         return false;
-    Resume r{next_seq_, s.uses_slots() ? next_slot_op_++ : 0, 0};
+    Resume r{next_seq_, s.uses_slots() ? next_slot_op_++ : 0, 0, 0};
+    r.record = observer_.begin_call(r.seq, args, plan.algo->name, true);
     next_seq_ = net::next_operation_seq(next_seq_);
     Buffers b{sendbuf, recvbuf, nullptr, r.slot_op};
     try {
@@ -356,14 +404,16 @@ bool Communicator::run_inline(const coll::CollArgs& a, const void* sendbuf, void
     } catch (const Error& e) {
         std::string why = cat(coll::collective_name(args.coll), " #", r.seq, " (", plan.algo->name, ") on rank ",
                               rank(), ": ", e.what());
-        tell_peers(e.code(), why);
-        failed_ = true;
-        failure_ = last_error_ = why;
+        tell_peers(e.code(), r.seq, why);
+        mark_failed(r.seq, CHORUS_ERR_COMM_FAILED, why);
+        last_error_ = why;
         *rc = e.code();
+        observer_.end_inline(r.record, r.done, e.code(), why);
         return true;
     }
     if (r.done == s.steps().size()) {
         *rc = CHORUS_SUCCESS;
+        observer_.end_inline(r.record, r.done, CHORUS_SUCCESS, std::string());
         return true;
     }
     // A peer is late: the rest waits as any operation does.

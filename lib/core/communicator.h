@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "coll/algorithm.h"
+#include "coll/topology.h"
 #include "core/config.h"
+#include "core/observer.h"
 #include "core/op_buffers.h"
 #include "core/operation.h"
 #include "core/schedule_cache.h"
@@ -44,6 +46,8 @@ public:
     int rank() const { return rank_; }
     int size() const { return size_; }
     const Config& config() const { return config_; }
+    // Which ranks share a host (from the transport, at creation).
+    const coll::HostMap& hosts() const { return *hosts_; }
 
     // Start a collective. Arguments are validated by the caller. The returned
     // operation stays owned by the communicator until release(). `stream`
@@ -66,25 +70,39 @@ public:
 
     // For messages: "comm 3 (4 ranks)"; the number is the same on every rank.
     std::string name() const;
+    // Called while wait() idles, every kIdleEvery polls without progress.
+    void set_idle(void (*fn)(void*), void* arg) {
+        idle_fn_ = fn;
+        idle_arg_ = arg;
+    }
     bool failed() const { return failed_; }
     const std::string& failure() const { return failure_; }
     std::string& last_error() { return last_error_; }
     size_t inflight() const { return ops_.size(); }
+    // The label of the operations started from now on (chorus_comm_set_label).
+    void set_label(const char* label) { observer_.set_label(label); }
 
 private:
     // End `op` with an error here and mark the communicator failed; with
     // `tell`, every peer learns of it at once (a notice).
     void fail_op(Operation& op, chorus_result_t code, const std::string& message, bool tell = true);
-    // Tell every peer that this rank failed (`code`, `message`).
-    void tell_peers(chorus_result_t code, const std::string& message);
-    // Notices from peers: each fails every operation in flight here.
+    // Tell every peer that this rank failed (`code`, `message`) and will
+    // finish no operation from number `from` on.
+    void tell_peers(chorus_result_t code, uint64_t from, const std::string& message);
+    // Notices from peers: each fails the operations here from its `from` on;
+    // earlier ones go on (the sender finished them).
     void poll_notices();
+    // Operations from number `from` on fail; the one numbered `from` with
+    // `code` unless it is CHORUS_ERR_COMM_FAILED (a peer's error), the rest
+    // with CHORUS_ERR_COMM_FAILED. The earliest failure counts.
+    void mark_failed(uint64_t from, chorus_result_t code, const std::string& why);
     Operation* take_operation();
     // An operation begun in place by run_in_order: its number, slot
     // operation and the steps it has done.
     struct Resume {
         uint64_t seq, slot_op;
         size_t done;
+        uint64_t record;
     };
     Operation* launch(const coll::CollArgs& args, const Plan& plan, const void* sendbuf, void* recvbuf,
                       void* stream = nullptr, const Resume* resume = nullptr);
@@ -105,6 +123,7 @@ private:
     std::unique_ptr<net::Bootstrap> boot_;  // before the transport: it outlives it
     std::unique_ptr<net::Transport> transport_;
     int rank_, size_;
+    std::shared_ptr<const coll::HostMap> hosts_;  // which ranks share a host
     OpBuffers buffers_;
     ScheduleCache plans_;
     Waiter waiter_;
@@ -113,10 +132,15 @@ private:
     // Finished operations kept for reuse, executor included: a steady
     // stream of calls allocates nothing.
     std::vector<std::unique_ptr<Operation>> spare_ops_;
+    Observer observer_;  // records, traces, hang reports: reads ops_
     uint64_t next_seq_ = 0;
     uint64_t next_slot_op_ = 0;
     uint64_t id_ = 0;  // agreed at creation
+    void (*idle_fn_)(void*) = nullptr;
+    void* idle_arg_ = nullptr;
     bool failed_ = false;
+    uint64_t failed_from_ = 0;
+    chorus_result_t failed_code_ = CHORUS_ERR_COMM_FAILED;
     std::string failure_;
     std::string last_error_;
 };

@@ -12,6 +12,9 @@ namespace {
 void user_bytes(const coll::CollArgs& a, size_t* send, size_t* recv) {
     size_t es = datatype_size(a.dtype), send_elems = 0, recv_elems = 0;
     a.extent(coll::Side::Send, &send_elems);  // validated: no overflow
+    // A side the rank does not use is 0 (CollArgs::blocks): so a non-root's
+    // reduce (or gather) receive buffer, which may be NULL or too small, is
+    // never mirrored, read or copied back into.
     a.extent(coll::Side::Recv, &recv_elems);
     // An in-place reduce-scatter reads its input from the receive buffer.
     if (a.coll == coll::Collective::ReduceScatter && a.in_place) recv_elems = send_elems;

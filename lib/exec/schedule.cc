@@ -3,8 +3,25 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "reduce/datatype.h"
 
 namespace chorus {
+
+const char* step_kind_name(StepKind k) {
+    switch (k) {
+        case StepKind::Send: return "send";
+        case StepKind::Recv: return "recv";
+        case StepKind::Reduce: return "reduce";
+        case StepKind::Copy: return "copy";
+        case StepKind::Divide: return "divide";
+        case StepKind::Publish: return "publish";
+        case StepKind::Await: return "await";
+        case StepKind::Expose: return "expose";
+        case StepKind::Get: return "get";
+        case StepKind::Put: return "put";
+    }
+    return "?";
+}
 
 Schedule::Schedule(chorus_datatype_t dtype, chorus_op_t op, int rank, int size)
     : dtype_(dtype), op_(op), rank_(rank), size_(size) {}
@@ -92,6 +109,51 @@ StepId Schedule::await(int peer, Deps deps) {
     return add(s, deps);
 }
 
+StepId Schedule::expose(int peer, uint32_t tag, Region src, size_t bytes, Deps deps) {
+    check_transfer(peer, size_, tag, bytes);
+    has_transfers_ = has_one_sided_ = true;
+    Step s{StepKind::Expose};
+    s.peer = peer;
+    s.tag = tag;
+    s.src = src;
+    s.bytes = bytes;
+    return add(s, deps);
+}
+
+StepId Schedule::get(int peer, uint32_t tag, Region dst, size_t bytes, Deps deps) {
+    check_transfer(peer, size_, tag, bytes);
+    has_transfers_ = has_one_sided_ = true;
+    Step s{StepKind::Get};
+    s.peer = peer;
+    s.tag = tag;
+    s.dst = dst;
+    s.bytes = bytes;
+    return add(s, deps);
+}
+
+StepId Schedule::get_reduce(int peer, uint32_t tag, Region dst, Region local, size_t count, bool remote_first,
+                            Region landing, Deps deps) {
+    if (landing.buf != Buf::Scratch) fail(CHORUS_ERR_INTERNAL, "schedule: a get's landing region is not scratch");
+    StepId id = get(peer, tag, dst, count * datatype_size(dtype_), deps);
+    Step& s = steps_[id];
+    s.count = count;
+    s.src = landing;
+    s.src2 = local;
+    s.remote_first = remote_first;
+    return id;
+}
+
+StepId Schedule::put(int peer, uint32_t tag, Region src, size_t bytes, Deps deps) {
+    check_transfer(peer, size_, tag, bytes);
+    has_transfers_ = has_one_sided_ = true;
+    Step s{StepKind::Put};
+    s.peer = peer;
+    s.tag = tag;
+    s.src = src;
+    s.bytes = bytes;
+    return add(s, deps);
+}
+
 void Schedule::add_dep(StepId step, StepId dep) {
     if (dep >= step) fail(CHORUS_ERR_INTERNAL, "schedule: step ", step, " depends on later step ", dep);
     late_deps_.emplace_back(step, dep);
@@ -133,8 +195,23 @@ size_t Schedule::num_transfers() const {
                          [](const Step& s) { return s.kind == StepKind::Send || s.kind == StepKind::Recv; });
 }
 
+void Schedule::check_tags() const {
+    // (direction, peer, tag) in one word: 1 + 31 + 32 bits.
+    std::vector<uint64_t> keys;
+    keys.reserve(num_transfers());
+    for (const Step& st : steps_)
+        if (st.kind == StepKind::Send || st.kind == StepKind::Recv)
+            keys.push_back(uint64_t(st.kind == StepKind::Send) << 63 | uint64_t(uint32_t(st.peer)) << 32 | st.tag);
+    std::sort(keys.begin(), keys.end());
+    auto dup = std::adjacent_find(keys.begin(), keys.end());
+    if (dup != keys.end())
+        fail(CHORUS_ERR_INTERNAL, "schedule: two ", *dup >> 63 ? "sends to" : "receives from", " peer ",
+             (*dup >> 32) & 0x7fffffff, " with tag ", uint32_t(*dup), " (rank ", rank_, " of ", size_, ")");
+}
+
 std::string Schedule::dump() const {
-    static const char* kinds[] = {"send", "recv", "reduce", "copy", "divide", "publish", "await"};
+    static const char* kinds[] = {"send",    "recv",  "reduce", "copy", "divide",
+                                  "publish", "await", "expose", "get",  "put"};
     static const char* bufs[] = {"send", "recv", "scratch", "slot"};
     auto reg = [](const Region& r) {
         return r.buf == Buf::Slot ? cat("slot[", r.peer, "]+", r.offset)
@@ -149,9 +226,14 @@ std::string Schedule::dump() const {
             out += "\n";
             continue;
         }
-        if (st.kind != StepKind::Recv && st.kind != StepKind::Divide) out += cat(" src=", reg(st.src));
-        if (st.kind == StepKind::Reduce) out += cat(" src2=", reg(st.src2));
-        if (st.kind != StepKind::Send) out += cat(" dst=", reg(st.dst));
+        const bool reads = st.kind == StepKind::Get && st.count;  // a get that reduces
+        if (st.kind == StepKind::Send || st.kind == StepKind::Copy || st.kind == StepKind::Reduce ||
+            st.kind == StepKind::Publish || st.kind == StepKind::Expose || st.kind == StepKind::Put)
+            out += cat(" src=", reg(st.src));
+        if (st.kind == StepKind::Reduce || reads) out += cat(" src2=", reg(st.src2));
+        if (reads) out += cat(st.remote_first ? " remote-first" : "", " landing=", reg(st.src));
+        if (st.kind != StepKind::Send && st.kind != StepKind::Expose && st.kind != StepKind::Put)
+            out += cat(" dst=", reg(st.dst));
         out += st.count ? cat(" count=", st.count) : cat(" bytes=", st.bytes);
         if (ndeps(s)) {
             out += " after";

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace chorus::net {
 
@@ -43,6 +44,9 @@ public:
     virtual void check_peers() {}
     // Ranks of this communicator on this host, this one included.
     virtual int local_ranks() const { return 1; }
+    // Each rank's host as a label (equal labels: one host), the same on
+    // every rank (from the bootstrap's exchange); empty: all on one host.
+    virtual std::vector<int> host_labels() const { return {}; }
     // Whether send() and recv() take CUDA device memory (otherwise the
     // executor stages it through pinned host buffers).
     virtual bool device_memory() const { return false; }
@@ -89,6 +93,16 @@ public:
         *base = nullptr;
         *bytes = 0;
     }
+
+    // Single-copy access to peers' memory, when every rank of the
+    // communicator is on this host and one process may read and write
+    // another's memory (the same on every rank: decided at creation).
+    // get() copies `bytes` at address `remote` of `peer`'s memory into
+    // `dst`, put() copies `src` there; both return when the copy is done and
+    // throw Error (CHORUS_ERR_PEER_FAILED when the peer is gone).
+    virtual bool one_sided() const { return false; }
+    virtual void get(int peer, void* dst, uint64_t remote, size_t bytes);
+    virtual void put(int peer, uint64_t remote, const void* src, size_t bytes);
 
     // Progress the notices sent so far until they have left (a connection
     // may have to be made first), for at most `ms` milliseconds: this rank

@@ -64,6 +64,7 @@ public:
     void check_peers() override;
     void settle() override;
     int local_ranks() const override { return inner_->local_ranks(); }
+    std::vector<int> host_labels() const override { return inner_->host_labels(); }
     bool device_memory() const override { return inner_->device_memory(); }
     size_t host_only_max() const override { return eager_; }
     const char* name() const override { return inner_->name(); }
@@ -79,6 +80,12 @@ public:
     bool published(int rank, uint64_t n) override;
     void slot_done(uint64_t n) override;
     void slot_memory(void** base, size_t* bytes) const override;
+
+    // Cross-memory attach (shm/cma.h), when create() found it works between
+    // every pair of ranks, all on this host.
+    bool one_sided() const override { return one_sided_; }
+    void get(int peer, void* dst, uint64_t remote, size_t bytes) override;
+    void put(int peer, uint64_t remote, const void* src, size_t bytes) override;
 
 private:
     struct Request;
@@ -121,6 +128,7 @@ private:
     shm::Segment seg_;
     int me_local_ = 0;
     bool all_local_ = false;  // every rank of the communicator is on this host
+    bool one_sided_ = false;
     std::vector<Peer> peers_;
     std::vector<int> local_ranks_;  // communicator ranks by local index
     uint64_t head_ = 0;             // the next cell of this rank's queue to take
@@ -128,6 +136,7 @@ private:
     size_t mapped_bytes_ = 0;
     int dead_ = -1;  // a local rank found dead: shared memory can no longer be trusted
     SlotCount done_;
+    uint64_t free_through_ = 0;  // every local rank has completed this many slot operations
     std::vector<Request*> spare_;
     size_t inner_pending_ = 0;  // the inner transport's transfers in flight
     bool inner_used_ = false;   // since the last settle()
