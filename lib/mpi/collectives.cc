@@ -16,119 +16,11 @@
 // memory without single-copy that message moves only while the sender is
 // inside MPI. The wait is the library's (spin, yield, nap: CHORUS_SPIN);
 // the interposer's idle hook turns MPI's progress engine meanwhile.
-#include <climits>
-#include <new>
 #include <vector>
 
-#include "interposer.h"
+#include "intercept.h"
 
 namespace chorus_mpi {
-
-namespace {
-
-constexpr int kPassThrough = -1;  // from a body: hand the call to PMPI
-
-bool is_inter(MPI_Comm comm) {
-    int flag = 0;
-    return PMPI_Comm_test_inter(comm, &flag) == MPI_SUCCESS && flag != 0;
-}
-
-// Hands the call to PMPI: `pmpi(staging)` passes each buffer through
-// staging.view() and calls the PMPI function. With `stage`, device and
-// managed buffers reach MPI as host copies (written ones copied back after
-// the call); on an intercommunicator they are refused with an error.
-template <typename Pmpi>
-int to_pmpi(Fn fn, MPI_Comm comm, bool stage, Pmpi&& pmpi) {
-    stage = stage && comm != MPI_COMM_NULL;
-    HostStaging staging(stage, stage && is_inter(comm));
-    const int rc = pmpi(staging);
-    if (staging.failed()) return staging.raise(fn, comm);
-    if (rc == MPI_SUCCESS && !staging.finish()) return staging.raise(fn, comm);
-    return rc;
-}
-
-int rank_of(MPI_Comm comm) {
-    int r = 0;
-    PMPI_Comm_rank(comm, &r);
-    return r;
-}
-
-size_t size_of(MPI_Comm comm) {
-    int n = 0;
-    PMPI_Comm_size(comm, &n);
-    return static_cast<size_t>(n);
-}
-
-size_t elems(int count) { return count > 0 ? static_cast<size_t>(count) : 0; }
-
-// `pmpi(staging)` is called as to_pmpi describes. Calls from Chorus itself,
-// and those MPI is not running for, go to PMPI as they are.
-template <typename Pmpi, typename Body>
-int intercept(Fn fn, MPI_Comm comm, Pmpi&& pmpi, Body&& body) {
-    int error = MPI_SUCCESS;
-    switch (open_gate(fn, comm, &error)) {
-        case Gate::Quiet: return to_pmpi(fn, comm, false, pmpi);
-        case Gate::Refused: return error;
-        case Gate::Pass: count_passed(fn); return to_pmpi(fn, comm, true, pmpi);
-        case Gate::Chorus: break;
-    }
-    int rc;
-    try {
-        rc = body();
-    } catch (const std::bad_alloc&) {
-        return raise_error(comm, CHORUS_ERR_OUT_OF_MEMORY, std::string(fn_name(fn)) + ": out of memory");
-    }
-    if (rc != kPassThrough) return rc;
-    count_passed(fn);
-    return to_pmpi(fn, comm, true, pmpi);
-}
-
-// The communicator's Chorus twin: Gate::Chorus, or what to return instead.
-struct Twin {
-    Target t;
-    int rc = MPI_SUCCESS;
-    bool ok = false;
-    Twin(Fn fn, MPI_Comm comm) {
-        switch (chorus_comm_of(fn, comm, &t, &rc)) {
-            case Gate::Chorus: ok = true; break;
-            case Gate::Refused: break;
-            default: rc = kPassThrough; break;
-        }
-    }
-};
-
-int finish(Fn fn, MPI_Comm comm, chorus_comm_t cc, chorus_result_t result) {
-    if (result == CHORUS_SUCCESS) return MPI_SUCCESS;
-    return raise_error(comm, result, std::string(fn_name(fn)) + ": " + chorus_comm_last_error(cc));
-}
-
-// Run a blocking Chorus collective, `call()`; the result as an MPI code.
-// While it waits, the communicator's idle hook (comms.cc) turns MPI's
-// progress engine.
-template <typename Call>
-int run_chorus(Fn fn, MPI_Comm comm, chorus_comm_t cc, Call&& call) {
-    chorus_result_t rc;
-    {
-        InsideChorus inside;
-        rc = call();
-    }
-    return finish(fn, comm, cc, rc);
-}
-
-int misuse(Fn fn, MPI_Comm comm, const std::string& what) {
-    return raise_error(comm, CHORUS_ERR_INVALID_ARGUMENT, std::string(fn_name(fn)) + ": " + what);
-}
-
-// PMPI_Pack / PMPI_Unpack take int sizes.
-bool packable(size_t bytes) { return bytes <= static_cast<size_t>(INT_MAX); }
-
-int too_large(Fn fn, MPI_Comm comm, size_t bytes) {
-    return raise_error(comm, CHORUS_ERR_UNSUPPORTED,
-                       std::string(fn_name(fn)) + ": " + std::to_string(bytes) +
-                           " bytes of a derived datatype are more than PMPI_Pack can stage (2 GiB)");
-}
-
-}  // namespace
 
 int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
     const Fn fn = kAllreduce;
@@ -328,9 +220,7 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
             const size_t block = rl.bytes, p = static_cast<size_t>(twin.t.size);
             const size_t me = static_cast<size_t>(twin.t.rank);
             if (!in_place && sl.bytes != block)
-                return misuse(fn, comm,
-                              "sendcount * sendtype is " + std::to_string(sl.bytes) +
-                                  " bytes but recvcount * recvtype is " + std::to_string(block));
+                return mismatch(fn, comm, "sendcount * sendtype", sl.bytes, "recvcount * recvtype", block);
             count_intercepted(fn);
             chorus_comm_t cc = twin.t.cc;
             // PMPI_Pack and PMPI_Unpack read and write host memory only: a

@@ -80,27 +80,104 @@ void f_reduce_scatter_block(void* sendbuf, void* recvbuf, MPI_Fint* recvcount, M
                                                     PMPI_Type_f2c(*type), PMPI_Op_f2c(*op), PMPI_Comm_f2c(*comm)));
 }
 
+// An INTEGER array of `n` entries as the int array the C path takes (the
+// same memory when MPI_Fint is int). `significant`: false where MPI ignores
+// the array (a rooted call's counts away from the root), left unread.
+struct Ints {
+    std::vector<int> converted;
+    const int* get(const MPI_Fint* a, MPI_Comm comm, bool significant = true) {
+        if constexpr (std::is_same<MPI_Fint, int>::value) {
+            return a;
+        } else {
+            int n = 0;
+            if (!significant || !a || comm == MPI_COMM_NULL) return nullptr;
+            PMPI_Comm_size(comm, &n);  // the local group: intracommunicators are the ones intercepted
+            converted.assign(a, a + n);
+            return converted.data();
+        }
+    }
+};
+
+bool at_root(MPI_Comm comm, MPI_Fint root) {
+    int r = -1;
+    return comm != MPI_COMM_NULL && PMPI_Comm_rank(comm, &r) == MPI_SUCCESS && r == root;
+}
+
 void f_reduce_scatter(void* sendbuf, void* recvbuf, MPI_Fint* recvcounts, MPI_Fint* type, MPI_Fint* op,
                       MPI_Fint* comm, MPI_Fint* ierr) {
     MPI_Comm c = PMPI_Comm_f2c(*comm);
-    const int* counts;
-    std::vector<int> converted;
-    if constexpr (std::is_same<MPI_Fint, int>::value) {
-        counts = recvcounts;
-    } else {
-        int n = 0;
-        if (c != MPI_COMM_NULL) PMPI_Comm_size(c, &n);
-        converted.assign(recvcounts, recvcounts + n);
-        counts = converted.data();
-    }
-    set_ierr(ierr, chorus_mpi::reduce_scatter(send_buffer(sendbuf), buffer(recvbuf), counts, PMPI_Type_f2c(*type),
-                                              PMPI_Op_f2c(*op), c));
+    Ints counts;
+    set_ierr(ierr, chorus_mpi::reduce_scatter(send_buffer(sendbuf), buffer(recvbuf), counts.get(recvcounts, c),
+                                              PMPI_Type_f2c(*type), PMPI_Op_f2c(*op), c));
 }
 
 void f_allgather(void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount,
                  MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* ierr) {
     set_ierr(ierr, chorus_mpi::allgather(send_buffer(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype), buffer(recvbuf),
                                          *recvcount, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm)));
+}
+
+void f_allgatherv(void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcounts,
+                  MPI_Fint* displs, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* ierr) {
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    Ints counts, offsets;
+    set_ierr(ierr,
+             chorus_mpi::allgatherv(send_buffer(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype), buffer(recvbuf),
+                                    counts.get(recvcounts, c), offsets.get(displs, c), PMPI_Type_f2c(*recvtype), c));
+}
+
+void f_alltoall(void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount,
+                MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* ierr) {
+    set_ierr(ierr, chorus_mpi::alltoall(send_buffer(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype), buffer(recvbuf),
+                                        *recvcount, PMPI_Type_f2c(*recvtype), PMPI_Comm_f2c(*comm)));
+}
+
+void f_alltoallv(void* sendbuf, MPI_Fint* sendcounts, MPI_Fint* sdispls, MPI_Fint* sendtype, void* recvbuf,
+                 MPI_Fint* recvcounts, MPI_Fint* rdispls, MPI_Fint* recvtype, MPI_Fint* comm, MPI_Fint* ierr) {
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    void* s = send_buffer(sendbuf);
+    const bool sends = s != MPI_IN_PLACE;
+    Ints sc, sd, rc, rd;
+    set_ierr(ierr, chorus_mpi::alltoallv(s, sc.get(sendcounts, c, sends), sd.get(sdispls, c, sends),
+                                         PMPI_Type_f2c(*sendtype), buffer(recvbuf), rc.get(recvcounts, c),
+                                         rd.get(rdispls, c), PMPI_Type_f2c(*recvtype), c));
+}
+
+void f_gather(void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount,
+              MPI_Fint* recvtype, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* ierr) {
+    set_ierr(ierr, chorus_mpi::gather(send_buffer(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype), buffer(recvbuf),
+                                      *recvcount, PMPI_Type_f2c(*recvtype), *root, PMPI_Comm_f2c(*comm)));
+}
+
+void f_gatherv(void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcounts,
+               MPI_Fint* displs, MPI_Fint* recvtype, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* ierr) {
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    const bool r = at_root(c, *root);
+    Ints counts, offsets;
+    set_ierr(ierr, chorus_mpi::gatherv(send_buffer(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype), buffer(recvbuf),
+                                       counts.get(recvcounts, c, r), offsets.get(displs, c, r),
+                                       PMPI_Type_f2c(*recvtype), *root, c));
+}
+
+// A scatter's MPI_IN_PLACE is its receive buffer (on the root).
+void f_scatter(void* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, void* recvbuf, MPI_Fint* recvcount,
+               MPI_Fint* recvtype, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* ierr) {
+    set_ierr(ierr, chorus_mpi::scatter(buffer(sendbuf), *sendcount, PMPI_Type_f2c(*sendtype), send_buffer(recvbuf),
+                                       *recvcount, PMPI_Type_f2c(*recvtype), *root, PMPI_Comm_f2c(*comm)));
+}
+
+void f_scatterv(void* sendbuf, MPI_Fint* sendcounts, MPI_Fint* displs, MPI_Fint* sendtype, void* recvbuf,
+                MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* root, MPI_Fint* comm, MPI_Fint* ierr) {
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    const bool r = at_root(c, *root);
+    Ints counts, offsets;
+    set_ierr(ierr, chorus_mpi::scatterv(buffer(sendbuf), counts.get(sendcounts, c, r), offsets.get(displs, c, r),
+                                        PMPI_Type_f2c(*sendtype), send_buffer(recvbuf), *recvcount,
+                                        PMPI_Type_f2c(*recvtype), *root, c));
+}
+
+void f_barrier(MPI_Fint* comm, MPI_Fint* ierr) {
+    set_ierr(ierr, chorus_mpi::barrier(PMPI_Comm_f2c(*comm)));
 }
 
 }  // namespace
@@ -131,3 +208,31 @@ CHORUS_FORTRAN(mpi_reduce_scatter, MPI_REDUCE_SCATTER, f_reduce_scatter,
 CHORUS_FORTRAN(mpi_allgather, MPI_ALLGATHER, f_allgather,
                (void* s, MPI_Fint* sn, MPI_Fint* st, void* r, MPI_Fint* rn, MPI_Fint* rt, MPI_Fint* c, MPI_Fint* e),
                (s, sn, st, r, rn, rt, c, e))
+CHORUS_FORTRAN(mpi_allgatherv, MPI_ALLGATHERV, f_allgatherv,
+               (void* s, MPI_Fint* sn, MPI_Fint* st, void* r, MPI_Fint* rn, MPI_Fint* d, MPI_Fint* rt, MPI_Fint* c,
+                MPI_Fint* e),
+               (s, sn, st, r, rn, d, rt, c, e))
+CHORUS_FORTRAN(mpi_alltoall, MPI_ALLTOALL, f_alltoall,
+               (void* s, MPI_Fint* sn, MPI_Fint* st, void* r, MPI_Fint* rn, MPI_Fint* rt, MPI_Fint* c, MPI_Fint* e),
+               (s, sn, st, r, rn, rt, c, e))
+CHORUS_FORTRAN(mpi_alltoallv, MPI_ALLTOALLV, f_alltoallv,
+               (void* s, MPI_Fint* sn, MPI_Fint* sd, MPI_Fint* st, void* r, MPI_Fint* rn, MPI_Fint* rd, MPI_Fint* rt,
+                MPI_Fint* c, MPI_Fint* e),
+               (s, sn, sd, st, r, rn, rd, rt, c, e))
+CHORUS_FORTRAN(mpi_gather, MPI_GATHER, f_gather,
+               (void* s, MPI_Fint* sn, MPI_Fint* st, void* r, MPI_Fint* rn, MPI_Fint* rt, MPI_Fint* root, MPI_Fint* c,
+                MPI_Fint* e),
+               (s, sn, st, r, rn, rt, root, c, e))
+CHORUS_FORTRAN(mpi_gatherv, MPI_GATHERV, f_gatherv,
+               (void* s, MPI_Fint* sn, MPI_Fint* st, void* r, MPI_Fint* rn, MPI_Fint* d, MPI_Fint* rt, MPI_Fint* root,
+                MPI_Fint* c, MPI_Fint* e),
+               (s, sn, st, r, rn, d, rt, root, c, e))
+CHORUS_FORTRAN(mpi_scatter, MPI_SCATTER, f_scatter,
+               (void* s, MPI_Fint* sn, MPI_Fint* st, void* r, MPI_Fint* rn, MPI_Fint* rt, MPI_Fint* root, MPI_Fint* c,
+                MPI_Fint* e),
+               (s, sn, st, r, rn, rt, root, c, e))
+CHORUS_FORTRAN(mpi_scatterv, MPI_SCATTERV, f_scatterv,
+               (void* s, MPI_Fint* sn, MPI_Fint* d, MPI_Fint* st, void* r, MPI_Fint* rn, MPI_Fint* rt, MPI_Fint* root,
+                MPI_Fint* c, MPI_Fint* e),
+               (s, sn, d, st, r, rn, rt, root, c, e))
+CHORUS_FORTRAN(mpi_barrier, MPI_BARRIER, f_barrier, (MPI_Fint* c, MPI_Fint* e), (c, e))

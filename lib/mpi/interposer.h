@@ -26,7 +26,23 @@
 
 namespace chorus_mpi {
 
-enum Fn { kAllreduce, kBcast, kReduce, kReduceScatterBlock, kReduceScatter, kAllgather, kNumFns };
+enum Fn {
+    kAllreduce,
+    kBcast,
+    kReduce,
+    kReduceScatterBlock,
+    kReduceScatter,
+    kAllgather,
+    kAllgatherv,
+    kAlltoall,
+    kAlltoallv,
+    kGather,
+    kGatherv,
+    kScatter,
+    kScatterv,
+    kBarrier,
+    kNumFns
+};
 
 const char* fn_name(Fn fn);
 
@@ -167,5 +183,23 @@ int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, MP
                    MPI_Comm comm);
 int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
               MPI_Datatype recvtype, MPI_Comm comm);
+
+// Data movement of irregular blocks, all-to-all, gather, scatter and the
+// barrier (movement.cc).
+int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
+               const int* displs, MPI_Datatype recvtype, MPI_Comm comm);
+int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+             MPI_Datatype recvtype, MPI_Comm comm);
+int alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, MPI_Datatype sendtype, void* recvbuf,
+              const int* recvcounts, const int* rdispls, MPI_Datatype recvtype, MPI_Comm comm);
+int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+           MPI_Datatype recvtype, int root, MPI_Comm comm);
+int gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
+            const int* displs, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+            MPI_Datatype recvtype, int root, MPI_Comm comm);
+int scatterv(const void* sendbuf, const int* sendcounts, const int* displs, MPI_Datatype sendtype, void* recvbuf,
+             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int barrier(MPI_Comm comm);
 
 }  // namespace chorus_mpi

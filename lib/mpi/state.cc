@@ -83,6 +83,14 @@ const char* fn_name(Fn fn) {
         case kReduceScatterBlock: return "MPI_Reduce_scatter_block";
         case kReduceScatter: return "MPI_Reduce_scatter";
         case kAllgather: return "MPI_Allgather";
+        case kAllgatherv: return "MPI_Allgatherv";
+        case kAlltoall: return "MPI_Alltoall";
+        case kAlltoallv: return "MPI_Alltoallv";
+        case kGather: return "MPI_Gather";
+        case kGatherv: return "MPI_Gatherv";
+        case kScatter: return "MPI_Scatter";
+        case kScatterv: return "MPI_Scatterv";
+        case kBarrier: return "MPI_Barrier";
         case kNumFns: break;
     }
     return "?";

@@ -60,5 +60,7 @@ struct Ctx {
 void all_movement(Ctx& c);
 void communicators(Ctx& c);
 void pass_through(Ctx& c);
+// In mpi_vmovement.cc.
+void vector_movement(Ctx& c);
 
 }  // namespace checks

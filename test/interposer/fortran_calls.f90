@@ -16,6 +16,7 @@ program fortran_calls
   integer, parameter :: n = 6
   integer :: ierr, rank, np, i, r, failures, calls, anyfail
   integer :: ivals(n), iwant(n), counts(64), ones(128), got(4)
+  integer :: vcounts(64), vdispls(64), vbuf(256), vwant(256), total
   double precision :: dvals(3), dwant(3)
   real :: rvals(4)
   logical :: flag, both
@@ -93,6 +94,95 @@ program fortran_calls
   calls = calls + 1
   call expect(ierr == MPI_SUCCESS .and. all(got(1:counts(rank + 1)) == np) .and. all(got(counts(rank + 1) + 1:) == -1), &
               'MPI_REDUCE_SCATTER')
+
+  ! MPI_ALLGATHERV in place, rank r holds r elements (rank 0 none), blocks in reverse order
+  total = 0
+  do r = np - 1, 0, -1
+    vcounts(r + 1) = r
+    vdispls(r + 1) = total
+    total = total + r
+  end do
+  vbuf = -1
+  vwant = -1
+  do r = 0, np - 1
+    vwant(vdispls(r + 1) + 1:vdispls(r + 1) + r) = [(100 * r + i, i = 1, r)]
+  end do
+  vbuf(vdispls(rank + 1) + 1:vdispls(rank + 1) + rank) = [(100 * rank + i, i = 1, rank)]
+  call MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, vbuf, vcounts, vdispls, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. all(vbuf == vwant), 'MPI_ALLGATHERV in place')
+
+  ! MPI_ALLTOALL: block j of rank i is 10 * i + j
+  ivals(1:np) = [(10 * rank + r, r = 0, np - 1)]
+  call MPI_Alltoall(ivals, 1, MPI_INTEGER, counts, 1, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. all(counts(1:np) == [(10 * r + rank, r = 0, np - 1)]), 'MPI_ALLTOALL')
+
+  ! MPI_ALLTOALLV in place: rank i exchanges i + j elements with rank j
+  total = 0
+  do r = 0, np - 1
+    vcounts(r + 1) = rank + r
+    vdispls(r + 1) = total
+    total = total + rank + r
+  end do
+  do r = 0, np - 1
+    vbuf(vdispls(r + 1) + 1:vdispls(r + 1) + vcounts(r + 1)) = 1000 * rank + r
+    vwant(vdispls(r + 1) + 1:vdispls(r + 1) + vcounts(r + 1)) = 1000 * r + rank
+  end do
+  call MPI_Alltoallv(MPI_IN_PLACE, vcounts, vdispls, MPI_DATATYPE_NULL, vbuf, vcounts, vdispls, MPI_INTEGER, &
+                     MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. all(vbuf(1:total) == vwant(1:total)), 'MPI_ALLTOALLV in place')
+
+  ! MPI_GATHER in place at the last rank, MPI_GATHERV at rank 0 (r + 1 elements from rank r)
+  counts = -1
+  counts(rank + 1) = 7 * rank
+  if (rank == np - 1) then
+    call MPI_Gather(MPI_IN_PLACE, 1, MPI_INTEGER, counts, 1, MPI_INTEGER, np - 1, MPI_COMM_WORLD, ierr)
+  else
+    call MPI_Gather(counts(rank + 1), 1, MPI_INTEGER, got, 1, MPI_INTEGER, np - 1, MPI_COMM_WORLD, ierr)
+  end if
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. (rank /= np - 1 .or. all(counts(1:np) == [(7 * r, r = 0, np - 1)])), &
+              'MPI_GATHER in place')
+  total = 0
+  do r = 0, np - 1
+    vcounts(r + 1) = r + 1
+    vdispls(r + 1) = total
+    total = total + r + 1
+  end do
+  ivals = 50 + rank
+  vbuf = -1
+  call MPI_Gatherv(ivals, rank + 1, MPI_INTEGER, vbuf, vcounts, vdispls, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  if (rank == 0) then
+    do r = 0, np - 1
+      vwant(vdispls(r + 1) + 1:vdispls(r + 1) + r + 1) = 50 + r
+    end do
+  end if
+  call expect(ierr == MPI_SUCCESS .and. (rank /= 0 .or. all(vbuf(1:total) == vwant(1:total))), 'MPI_GATHERV')
+
+  ! MPI_SCATTER in place at rank 0, MPI_SCATTERV from the last rank (the same blocks back)
+  counts(1:np) = [(3 * r + 1, r = 0, np - 1)]
+  got = -1
+  if (rank == 0) then
+    call MPI_Scatter(counts, 1, MPI_INTEGER, MPI_IN_PLACE, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+    got(1) = counts(1)
+  else
+    call MPI_Scatter(counts, 1, MPI_INTEGER, got, 1, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+  end if
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. got(1) == 3 * rank + 1, 'MPI_SCATTER in place')
+  ivals = -1
+  vbuf(1:total) = [(i, i = 1, total)]
+  call MPI_Scatterv(vbuf, vcounts, vdispls, MPI_INTEGER, ivals, rank + 1, MPI_INTEGER, np - 1, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. all(ivals(1:rank + 1) == [(vdispls(rank + 1) + i, i = 1, rank + 1)]), &
+              'MPI_SCATTERV')
+
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS, 'MPI_BARRIER')
 
   after = intercepted_calls()
   if (after < 0) then

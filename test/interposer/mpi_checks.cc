@@ -218,6 +218,7 @@ int run_all(int rank, int size, bool plain_mpi, Tally& tally) {
     Ctx c{rank, size, tally, plain_mpi};
     all_reductions(c);
     all_movement(c);
+    vector_movement(c);
     communicators(c);
     pass_through(c);
     return c.failures;

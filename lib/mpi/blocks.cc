@@ -1,0 +1,122 @@
+// Buffers of per-rank blocks as bytes (intercept.h).
+#include <algorithm>
+
+#include "intercept.h"
+
+namespace chorus_mpi {
+
+namespace {
+
+// The span of elements the blocks with data cover: [lo, hi) extents from
+// the buffer's address. Empty (lo == hi) when no block holds data.
+void span_of(const Shape& s, long long* lo, long long* hi) {
+    *lo = *hi = 0;
+    bool any = false;
+    for (size_t i = 0; i < s.counts.size(); ++i) {
+        if (s.counts[i] <= 0) continue;
+        const long long a = s.displs[i], b = a + s.counts[i];
+        *lo = any ? std::min(*lo, a) : a;
+        *hi = any ? std::max(*hi, b) : b;
+        any = true;
+    }
+}
+
+}  // namespace
+
+Shape Shape::regular(size_t n, int count) {
+    Shape s;
+    s.counts.assign(n, count);
+    s.displs.resize(n);
+    for (size_t i = 0; i < n; ++i) s.displs[i] = static_cast<int>(i) * count;
+    return s;
+}
+
+Shape Shape::of(size_t n, const int* counts, const int* displs) {
+    Shape s;
+    s.counts.assign(counts, counts + n);
+    s.displs.assign(displs, displs + n);
+    return s;
+}
+
+bool Shape::negative() const {
+    for (int c : counts)
+        if (c < 0) return true;
+    return false;
+}
+
+int Blocks::init(Fn fn, MPI_Comm comm, const void* buf, MPI_Datatype type, const Layout& unit, Shape shape, bool read,
+                 bool write) {
+    fn_ = fn;
+    comm_ = comm;
+    type_ = type;
+    unit_ = unit;
+    shape_ = std::move(shape);
+    const size_t n = shape_.counts.size();
+    const size_t size = unit.bytes;
+    bytes_.resize(n);
+    offsets_.resize(n);
+    for (size_t i = 0; i < n; ++i) bytes_[i] = elems(shape_.counts[i]) * size;
+    if (unit.direct) {
+        // Chorus takes unsigned displacements: count them from the lowest.
+        long long lo = 0;
+        for (int d : shape_.displs) lo = std::min<long long>(lo, d);
+        base_ = const_cast<char*>(static_cast<const char*>(buf)) + lo * static_cast<long long>(size);
+        for (size_t i = 0; i < n; ++i) offsets_[i] = static_cast<size_t>(shape_.displs[i] - lo) * size;
+        return MPI_SUCCESS;
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < n; ++i) {
+        offsets_[i] = total;
+        total += bytes_[i];
+    }
+    if (!packable(total)) return too_large(fn, comm, total);
+    // PMPI_Pack and PMPI_Unpack read and write host memory only: a device
+    // buffer is seen through a host copy of the span its blocks cover.
+    user_ = static_cast<char*>(view_blocks(host_, buf, shape_, type, read, write));
+    if (host_.failed()) return host_.raise(fn, comm);
+    staged_.resize(std::max<size_t>(total, 1));
+    base_ = staged_.data();
+    return MPI_SUCCESS;
+}
+
+char* Blocks::user_at(size_t i) const {
+    return user_ + static_cast<MPI_Aint>(shape_.displs[i]) * unit_.extent;
+}
+
+int Blocks::pack(size_t i) {
+    if (unit_.direct || bytes_[i] == 0) return MPI_SUCCESS;
+    int pos = 0;
+    return PMPI_Pack(user_at(i), shape_.counts[i], type_, block(i), static_cast<int>(bytes_[i]), &pos, comm_);
+}
+
+int Blocks::pack_all() {
+    for (size_t i = 0; i < bytes_.size(); ++i)
+        if (const int rc = pack(i); rc != MPI_SUCCESS) return rc;
+    return MPI_SUCCESS;
+}
+
+int Blocks::unpack_all() {
+    if (unit_.direct) return MPI_SUCCESS;
+    for (size_t i = 0; i < bytes_.size(); ++i) {
+        if (bytes_[i] == 0) continue;
+        int pos = 0;
+        const int rc =
+            PMPI_Unpack(block(i), static_cast<int>(bytes_[i]), &pos, user_at(i), shape_.counts[i], type_, comm_);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    return host_.finish() ? MPI_SUCCESS : host_.raise(fn_, comm_);
+}
+
+void* view_blocks(HostStaging& st, const void* buf, const Shape& shape, MPI_Datatype type, bool read, bool write) {
+    long long lo = 0, hi = 0;
+    span_of(shape, &lo, &hi);
+    if (hi <= lo || !st.enabled() || type == MPI_DATATYPE_NULL) return const_cast<void*>(buf);
+    MPI_Aint lb = 0, extent = 0;
+    if (PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS) return const_cast<void*>(buf);
+    const MPI_Aint shift = static_cast<MPI_Aint>(lo) * extent;
+    const char* first = static_cast<const char*>(buf) + shift;
+    char* v = static_cast<char*>(st.view(first, static_cast<size_t>(hi - lo), type, read, write));
+    return v - shift;
+}
+
+}  // namespace chorus_mpi

@@ -1,0 +1,254 @@
+// The intercepted gather(v) and scatter(v): bytes moved as in movement.cc.
+//
+// The root's buffer, counts, displacements and datatype are significant on
+// the root only; the others may pass anything there. So the decision to run
+// a call through Chorus depends on the root and the communicator alone
+// (and on arguments every rank must pass validly): each rank then reads only
+// what is significant on it.
+#include "intercept.h"
+
+namespace chorus_mpi {
+
+namespace {
+
+// Which of a rooted call's buffers this rank hands to PMPI: the root's
+// (recvbuf of a gather, sendbuf of a scatter, over `peers` blocks) and the
+// one every other rank (and an intracommunicator's root) passes.
+struct Sides {
+    bool root = false, leaf = false;
+    size_t peers = 0;
+};
+
+Sides sides_of(HostStaging& st, MPI_Comm comm, int root) {
+    Sides s;
+    if (!st.enabled()) return s;
+    if (st.refusing()) {  // intercommunicator: the root group passes MPI_ROOT or MPI_PROC_NULL
+        int n = 0;
+        PMPI_Comm_remote_size(comm, &n);
+        s.peers = static_cast<size_t>(n);
+        s.root = root == MPI_ROOT;
+        s.leaf = root != MPI_ROOT && root != MPI_PROC_NULL;
+        return s;
+    }
+    s.peers = size_of(comm);
+    s.root = rank_of(comm) == root;
+    s.leaf = true;
+    return s;
+}
+
+// What a rooted call on an intracommunicator's Chorus twin needs to know.
+struct Rooted {
+    Twin twin;
+    bool root_ok = false;  // false: hand the call to PMPI (MPI reports a bad root)
+    bool is_root = false;
+    size_t p = 0, me = 0;
+    Rooted(Fn fn, MPI_Comm comm, int root) : twin(fn, comm) {
+        if (!twin.ok) return;
+        root_ok = root >= 0 && root < twin.t.size;
+        is_root = twin.t.rank == root;
+        p = static_cast<size_t>(twin.t.size);
+        me = static_cast<size_t>(twin.t.rank);
+    }
+};
+
+// The gathers: `shape` describes the root's receive buffer.
+int gather_any(Fn fn, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Datatype recvtype,
+               int root, MPI_Comm comm, const Rooted& g, Shape shape, bool v) {
+    const bool in_place = g.is_root && sendbuf == MPI_IN_PLACE;
+    if (sendbuf == MPI_IN_PLACE && !g.is_root) return misuse(fn, comm, "MPI_IN_PLACE is valid on the root only");
+    Layout su, ru;
+    if (!in_place && (sendcount < 0 || !layout_of(sendtype, 1, &su))) return kPassThrough;
+    if (g.is_root) {
+        if (!layout_of(recvtype, 1, &ru)) return kPassThrough;
+        if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
+        if (shape.negative()) return misuse(fn, comm, "a receive count is negative");
+    }
+    count_intercepted(fn);
+    chorus_comm_t cc = g.twin.t.cc;
+    Blocks recv, send;
+    int rc;
+    if (g.is_root && (rc = recv.init(fn, comm, recvbuf, recvtype, ru, std::move(shape), in_place, true)) != MPI_SUCCESS)
+        return rc;
+    if (in_place)
+        rc = recv.pack(g.me);
+    else if ((rc = send.init(fn, comm, sendbuf, sendtype, su, Shape::one(sendcount), true, false)) == MPI_SUCCESS)
+        rc = send.pack_all();
+    if (rc != MPI_SUCCESS) return rc;
+    const void* s = in_place ? recv.block(g.me) : send.base();
+    const size_t n = in_place ? recv.bytes(g.me) : send.bytes(0);
+    if (!v && g.is_root && n != recv.bytes(0))
+        return mismatch(fn, comm, "sendcount * sendtype", n, "recvcount * recvtype", recv.bytes(0));
+    char* all = g.is_root ? recv.base() : nullptr;
+    rc = run_chorus(fn, comm, cc, [&] {
+        if (v)
+            return chorus_gatherv(s, n, all, g.is_root ? recv.counts() : nullptr, g.is_root ? recv.displs() : nullptr,
+                                  CHORUS_UINT8, root, cc, nullptr);
+        return chorus_gather(s, all, n, CHORUS_UINT8, root, cc, nullptr);
+    });
+    return rc != MPI_SUCCESS || !g.is_root ? rc : recv.unpack_all();
+}
+
+// The scatters: `shape` describes the root's send buffer.
+int scatter_any(Fn fn, const void* sendbuf, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                int root, MPI_Comm comm, const Rooted& g, Shape shape, bool v) {
+    const bool in_place = g.is_root && recvbuf == MPI_IN_PLACE;
+    if (recvbuf == MPI_IN_PLACE && !g.is_root) return misuse(fn, comm, "MPI_IN_PLACE is valid on the root only");
+    Layout su, ru;
+    if (!in_place && (recvcount < 0 || !layout_of(recvtype, 1, &ru))) return kPassThrough;
+    if (g.is_root) {
+        if (!layout_of(sendtype, 1, &su)) return kPassThrough;
+        if (sendbuf == MPI_IN_PLACE) return misuse(fn, comm, "sendbuf cannot be MPI_IN_PLACE");
+        if (shape.negative()) return misuse(fn, comm, "a send count is negative");
+    }
+    count_intercepted(fn);
+    chorus_comm_t cc = g.twin.t.cc;
+    Blocks send, recv;
+    int rc = MPI_SUCCESS;
+    if (g.is_root && ((rc = send.init(fn, comm, sendbuf, sendtype, su, std::move(shape), true, false)) != MPI_SUCCESS ||
+                      (rc = send.pack_all()) != MPI_SUCCESS))
+        return rc;
+    if (!in_place &&
+        (rc = recv.init(fn, comm, recvbuf, recvtype, ru, Shape::one(recvcount), false, true)) != MPI_SUCCESS)
+        return rc;
+    // In place, the root's own block stays in its send buffer.
+    char* r = in_place ? send.block(g.me) : recv.base();
+    const size_t n = in_place ? send.bytes(g.me) : recv.bytes(0);
+    if (!v && g.is_root && n != send.bytes(0))
+        return mismatch(fn, comm, "recvcount * recvtype", n, "sendcount * sendtype", send.bytes(0));
+    const char* all = g.is_root ? send.base() : nullptr;
+    rc = run_chorus(fn, comm, cc, [&] {
+        if (v)
+            return chorus_scatterv(all, g.is_root ? send.counts() : nullptr, g.is_root ? send.displs() : nullptr, r, n,
+                                   CHORUS_UINT8, root, cc, nullptr);
+        return chorus_scatter(all, r, n, CHORUS_UINT8, root, cc, nullptr);
+    });
+    return rc != MPI_SUCCESS || in_place ? rc : recv.unpack_all();
+}
+
+}  // namespace
+
+int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+           MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    const Fn fn = kGather;
+    return intercept(
+        fn, comm,
+        [&](HostStaging& st) {
+            const Sides s = sides_of(st, comm, root);
+            void* r = s.root ? st.view(recvbuf, elems(recvcount) * s.peers, recvtype, sendbuf == MPI_IN_PLACE, true)
+                             : recvbuf;
+            const void* b = s.leaf ? st.view(sendbuf, elems(sendcount), sendtype, true, false) : sendbuf;
+            return st.failed() ? MPI_ERR_OTHER
+                               : PMPI_Gather(b, sendcount, sendtype, r, recvcount, recvtype, root, comm);
+        },
+        [&]() -> int {
+            Rooted g(fn, comm, root);
+            if (!g.twin.ok) return g.twin.rc;
+            if (!g.root_ok) return kPassThrough;
+            if (g.is_root && recvcount < 0) return kPassThrough;
+            Shape shape = g.is_root ? Shape::regular(g.p, recvcount) : Shape();
+            return gather_any(fn, sendbuf, sendcount, sendtype, recvbuf, recvtype, root, comm, g, std::move(shape),
+                              false);
+        });
+}
+
+int gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
+            const int* displs, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    const Fn fn = kGatherv;
+    return intercept(
+        fn, comm,
+        [&](HostStaging& st) {
+            const Sides s = sides_of(st, comm, root);
+            const size_t p = s.root && recvcounts && displs ? s.peers : 0;
+            void* r = s.root ? view_blocks(st, recvbuf, Shape::of(p, recvcounts, displs), recvtype,
+                                           sendbuf == MPI_IN_PLACE, true)
+                             : recvbuf;
+            const void* b = s.leaf ? st.view(sendbuf, elems(sendcount), sendtype, true, false) : sendbuf;
+            return st.failed() ? MPI_ERR_OTHER
+                               : PMPI_Gatherv(b, sendcount, sendtype, r, recvcounts, displs, recvtype, root, comm);
+        },
+        [&]() -> int {
+            Rooted g(fn, comm, root);
+            if (!g.twin.ok) return g.twin.rc;
+            if (!g.root_ok) return kPassThrough;
+            if (g.is_root && (!recvcounts || !displs))
+                return misuse(fn, comm, "recvcounts and displs cannot be NULL on the root");
+            Shape shape = g.is_root ? Shape::of(g.p, recvcounts, displs) : Shape();
+            return gather_any(fn, sendbuf, sendcount, sendtype, recvbuf, recvtype, root, comm, g, std::move(shape),
+                              true);
+        });
+}
+
+int scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+            MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    const Fn fn = kScatter;
+    return intercept(
+        fn, comm,
+        [&](HostStaging& st) {
+            const Sides s = sides_of(st, comm, root);
+            const void* b = s.root ? st.view(sendbuf, elems(sendcount) * s.peers, sendtype, true, false) : sendbuf;
+            void* r = s.leaf ? st.view(recvbuf, elems(recvcount), recvtype, false, true) : recvbuf;
+            return st.failed() ? MPI_ERR_OTHER
+                               : PMPI_Scatter(b, sendcount, sendtype, r, recvcount, recvtype, root, comm);
+        },
+        [&]() -> int {
+            Rooted g(fn, comm, root);
+            if (!g.twin.ok) return g.twin.rc;
+            if (!g.root_ok) return kPassThrough;
+            if (g.is_root && sendcount < 0) return kPassThrough;
+            Shape shape = g.is_root ? Shape::regular(g.p, sendcount) : Shape();
+            return scatter_any(fn, sendbuf, sendtype, recvbuf, recvcount, recvtype, root, comm, g, std::move(shape),
+                               false);
+        });
+}
+
+int scatterv(const void* sendbuf, const int* sendcounts, const int* displs, MPI_Datatype sendtype, void* recvbuf,
+             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    const Fn fn = kScatterv;
+    return intercept(
+        fn, comm,
+        [&](HostStaging& st) {
+            const Sides s = sides_of(st, comm, root);
+            const size_t p = s.root && sendcounts && displs ? s.peers : 0;
+            const void* b =
+                s.root ? view_blocks(st, sendbuf, Shape::of(p, sendcounts, displs), sendtype, true, false) : sendbuf;
+            void* r = s.leaf ? st.view(recvbuf, elems(recvcount), recvtype, false, true) : recvbuf;
+            return st.failed() ? MPI_ERR_OTHER
+                               : PMPI_Scatterv(b, sendcounts, displs, sendtype, r, recvcount, recvtype, root, comm);
+        },
+        [&]() -> int {
+            Rooted g(fn, comm, root);
+            if (!g.twin.ok) return g.twin.rc;
+            if (!g.root_ok) return kPassThrough;
+            if (g.is_root && (!sendcounts || !displs))
+                return misuse(fn, comm, "sendcounts and displs cannot be NULL on the root");
+            Shape shape = g.is_root ? Shape::of(g.p, sendcounts, displs) : Shape();
+            return scatter_any(fn, sendbuf, sendtype, recvbuf, recvcount, recvtype, root, comm, g, std::move(shape),
+                               true);
+        });
+}
+
+}  // namespace chorus_mpi
+
+extern "C" {
+
+int MPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+               MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    return chorus_mpi::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int MPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    return chorus_mpi::gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+}
+
+int MPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    return chorus_mpi::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void* recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+    return chorus_mpi::scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+}  // extern "C"
