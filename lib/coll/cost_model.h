@@ -78,6 +78,10 @@ struct CostParams {
     // reduces as it reads; the expose completes a reply later. The rates
     // are those of two processes copying at once.
     double get_gbs = 9.0;
+    // And a fixed cost per get or put: the system call, the peer's pages
+    // looked up, the reply. Measured at np=2: a one-sided broadcast or
+    // reduce of 1-4 KiB takes 3.6-8 us, against 0.2-0.7 us for shm_flat.
+    double get_us = 3.0;
     double get_reduce_gbs = 7.0;
     // Steps (about 40 bytes each in the simulation) of the ranks simulated
     // when the schedules are not symmetric; see SimMode.

@@ -224,7 +224,7 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
     // the expose (sent at `exposed`) has arrived; returns when it is done.
     auto copy_one_sided = [&](Node& x, double exposed) {
         const double start = std::max({exposed + p.local_alpha_us, x.ready, cpu[x.owner]});
-        cpu[x.owner] = start + us(x.bytes, x.reduces ? p.get_reduce_gbs : p.get_gbs);
+        cpu[x.owner] = start + p.get_us + us(x.bytes, x.reduces ? p.get_reduce_gbs : p.get_gbs);
         return cpu[x.owner];
     };
     auto one_sided = [](const Node& x) {
@@ -306,7 +306,7 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
             return park(s, y);
         }
         if (y == kNone && one_sided(x)) {  // a rank not simulated gets or puts at once
-            const double t = x.ready + 2 * p.local_alpha_us + us(x.bytes, p.get_gbs);
+            const double t = x.ready + 2 * p.local_alpha_us + p.get_us + us(x.bytes, p.get_gbs);
             complete(s, t);
             if (x.lockstep == kAwaited) happened(s, x.ready);
             return;

@@ -1,8 +1,9 @@
 ! chorus.F90 - the Fortran module of Chorus: `use chorus`.
 !
-! Every call of include/chorus.h (but the data-movement ones, chorus_allgatherv
-! .. chorus_ibarrier, not here yet), with the same names, arguments and order,
-! as functions that return the chorus_result_t (CHORUS_SUCCESS is 0):
+! Every call of include/chorus.h but chorus_comm_set_label and the
+! data-movement ones (chorus_allgatherv .. chorus_ibarrier), which have no
+! binding yet, with the same names, arguments and order, as functions that
+! return the chorus_result_t (CHORUS_SUCCESS is 0):
 !
 !   rc = chorus_allreduce(sendbuf, recvbuf, count, CHORUS_FLOAT64, CHORUS_SUM, comm, c_null_ptr)
 !
