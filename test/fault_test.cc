@@ -1,10 +1,11 @@
-// A peer dies (SIGKILL) or stops (SIGSTOP) in the middle of a run of
-// all-reduces; every survivor must return an error promptly, naming the
-// peer, and every later call must say the communicator failed. Each survivor
-// writes its verdict to DIR/rank-N.txt for test/run_fault.sh to check (after a
-// rank dies, MPI itself can no longer be trusted to collect results).
+// A peer dies (SIGKILL), stops (SIGSTOP) or exits abruptly (_exit, without
+// MPI_Finalize or Chorus's teardown) in the middle of a run of all-reduces;
+// every survivor must return an error promptly, naming the peer, and every
+// later call must say the communicator failed. Each survivor writes its
+// verdict to DIR/rank-N.txt for test/run_fault.sh to check (after a rank
+// dies, MPI itself can no longer be trusted to collect results).
 //
-//   fault_test kill|stop DIR
+//   fault_test kill|stop|exit DIR
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
@@ -12,16 +13,21 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "chorus.h"
 
 int main(int argc, char** argv) {
     if (argc != 3) {
-        std::fprintf(stderr, "usage: fault_test kill|stop DIR\n");
+        std::fprintf(stderr, "usage: fault_test kill|stop|exit DIR\n");
         return 2;
     }
     std::string mode = argv[1], dir = argv[2];
+    if (mode != "kill" && mode != "stop" && mode != "exit") {
+        std::fprintf(stderr, "fault_test: unknown mode '%s' (kill, stop or exit)\n", mode.c_str());
+        return 2;
+    }
     MPI_Init(&argc, &argv);
     int rank = 0, size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -38,7 +44,10 @@ int main(int argc, char** argv) {
     std::vector<float> buf(1 << 20, 1.0f);
     chorus_result_t rc = chorus_allreduce(buf.data(), buf.data(), buf.size(), CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == victim) raise(mode == "kill" ? SIGKILL : SIGSTOP);
+    if (rank == victim) {
+        if (mode == "exit") _exit(1);
+        raise(mode == "kill" ? SIGKILL : SIGSTOP);
+    }
 
     auto t0 = std::chrono::steady_clock::now();
     int calls = 0;
@@ -51,19 +60,32 @@ int main(int argc, char** argv) {
     float x = 0;
     chorus_result_t later = chorus_allreduce(&x, &x, 1, CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
 
-    bool expected_code = mode == "kill" ? rc == CHORUS_ERR_PEER_FAILED
-                                        : rc == CHORUS_ERR_TIMEOUT || rc == CHORUS_ERR_PEER_FAILED;
+    bool expected_code =
+        mode != "stop" ? rc == CHORUS_ERR_PEER_FAILED : rc == CHORUS_ERR_TIMEOUT || rc == CHORUS_ERR_PEER_FAILED;
     bool names_peer = message.find("rank " + std::to_string(victim)) != std::string::npos ||
                       message.find("rank") != std::string::npos;
     bool ok = expected_code && names_peer && later == CHORUS_ERR_COMM_FAILED;
-    std::string path = dir + "/rank-" + std::to_string(rank) + ".txt";
-    if (FILE* f = std::fopen(path.c_str(), "w")) {
+    // Written under another name first: a verdict is there whole or not at all.
+    std::string path = dir + "/rank-" + std::to_string(rank) + ".txt", part = path + ".part";
+    if (FILE* f = std::fopen(part.c_str(), "w")) {
         std::fprintf(f, "%s rank %d: %s after %.3f s (%d calls); later call: %s; message: %s\n", ok ? "ok" : "FAIL",
                      rank, chorus_get_error_string(rc), seconds, calls, chorus_get_error_string(later),
                      message.c_str());
         std::fclose(f);
+        std::rename(part.c_str(), path.c_str());
     }
-    // The stopped victim never resumes: end it so that mpirun can finish.
-    if (rank == 0 && mode == "stop") kill(victim_pid, SIGKILL);
+    // The stopped victim never resumes: end it so that the launcher can
+    // finish, once the other survivors have written their verdicts (MPICH's
+    // hydra ends every rank when one dies by a signal). At most 30 s.
+    if (rank == 0 && mode == "stop") {
+        for (int r = 1, waited = 0; r < victim && waited < 3000; ++waited) {
+            const std::string theirs = dir + "/rank-" + std::to_string(r) + ".txt";
+            if (access(theirs.c_str(), F_OK) == 0)
+                ++r;
+            else
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        kill(victim_pid, SIGKILL);
+    }
     _exit(0);
 }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Checks of chorus-bench under mpirun.
+# Checks of chorus-bench under the MPI launcher.
 #
 # Usage: test_bench.sh MPIRUN CHORUS_BENCH MODE
 #   options  bad command lines exit 2 with a usage message; -h exits 0
@@ -19,8 +19,11 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 failures=0
 
-# MPI_EXTRA: more mpirun arguments (unquoted, split on spaces).
+# MPI_EXTRA: more launcher arguments (unquoted, split on spaces).
+# TEST_MPI_ENV_FLAG: how the launcher passes NAME=VALUE to the ranks (Open
+# MPI's -x, MPICH hydra's -genv).
 MPI_EXTRA=""
+ENV_FLAG=${TEST_MPI_ENV_FLAG:--x}
 run() {
     # shellcheck disable=SC2086
     "$MPIRUN" -np "$NP" $MPI_EXTRA "$BENCH" "$@" >"$TMP/out" 2>"$TMP/err"
@@ -92,7 +95,7 @@ options)
 fail)
     CHORUS_BENCH_CORRUPT=1
     export CHORUS_BENCH_CORRUPT
-    MPI_EXTRA="-x CHORUS_BENCH_CORRUPT"
+    MPI_EXTRA="$ENV_FLAG CHORUS_BENCH_CORRUPT=1"
     run allreduce -c -m 4:4K -i 5 -x 1
     got=$?
     [ "$got" -eq 1 ] || fail "corrupted run exited $got, expected 1"
