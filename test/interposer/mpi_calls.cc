@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
         failures += progress_check(rank, size, intercepted);
     } else if (mode == "preload" || mode == "control" || mode == "none" || mode == "multiple") {
         const unsigned long long in0 = intercepted ? intercepted() : 0, out0 = passed ? passed() : 0;
-        // Every call goes to Open MPI itself in these modes.
+        // Every call goes to MPI itself in these modes.
         const bool none = mode == "none" || (mode == "multiple" && provided == MPI_THREAD_MULTIPLE);
         checks::Tally tally;
         double t0 = MPI_Wtime();
