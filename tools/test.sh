@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Every test: installs missing packages, then builds from scratch three ways,
+# Every test: installs missing packages, then builds from scratch four ways,
 # each with warnings as errors, and runs the test suites:
 #   build/         default configuration (CUDA if nvcc is found): every suite
 #   build-nocuda/  -Dcuda=disabled: unit and mpi suites
 #   build-asan/    AddressSanitizer + UBSan: unit and loopback suites
+#   build-mpich/   -Dmpi=mpich -Dcuda=disabled, under MPICH's mpiexec: unit,
+#                  mpi and interposer suites
 # Usage: tools/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
 source tools/env.sh
-rm -rf build build-nocuda build-asan
+rm -rf build build-nocuda build-asan build-mpich
 
 meson setup build -Dwerror=true
 meson compile -C build
@@ -23,3 +25,7 @@ meson setup build-asan -Dcuda=disabled -Dbuildtype=debugoptimized -Db_sanitize=a
 meson compile -C build-asan
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
   meson test -C build-asan --print-errorlogs --suite unit --suite loopback --timeout-multiplier 4
+
+meson setup build-mpich -Dmpi=mpich -Dcuda=disabled -Dwerror=true
+meson compile -C build-mpich
+meson test -C build-mpich --print-errorlogs --suite unit --suite mpi --suite interposer
