@@ -14,9 +14,26 @@
  *    MPI requires for its own collectives.
  *  - Every rank receives bit-identical results: each element of a reduction
  *    is computed once, in one fixed order, and then distributed.
- *  - A communicator may be used by one thread at a time. Several
- *    nonblocking collectives may be in flight on one communicator; they
- *    complete in any order and never mix their data.
+ *  - Threads: every call is safe to make from any thread, and calls on
+ *    different communicators run concurrently (no process-wide lock is
+ *    held while a collective waits). As in MPI, the calls on one
+ *    communicator are ordered by the program: one thread at a time, the
+ *    same order of collectives on every rank. Several nonblocking
+ *    collectives may be in flight on one communicator; they complete in any
+ *    order and never mix their data. Use MPI_THREAD_MULTIPLE (or SERIALIZED
+ *    / FUNNELED if only one thread calls at a time) as MPI requires for the
+ *    MPI calls Chorus makes at creation.
+ *  - Failures are shared: when an operation fails on one rank (a local
+ *    error at its start, a dead peer, a timeout), every other rank of the
+ *    communicator learns of it at once and fails it too, naming the rank
+ *    where it happened; the communicator is failed from then on. Bad
+ *    arguments are the exception: they are reported on the rank that
+ *    passed them, nothing is sent, and the communicator stays usable.
+ *  - Waiting: a collective waits as long as its peers need (MPI programs
+ *    may be slow). An operation without progress for CHORUS_HANG_WARN_S
+ *    seconds (default 60) prints one warning naming it and the ranks it
+ *    waits for; CHORUS_TIMEOUT_MS (default 0: never) turns waiting that long
+ *    into CHORUS_ERR_TIMEOUT.
  *  - Buffers may be host memory (pageable or pinned), CUDA device memory or
  *    CUDA managed memory, detected per buffer. Ranks may differ (one passes
  *    host memory, another device memory), and so may sendbuf and recvbuf on
@@ -142,19 +159,28 @@ const char* chorus_comm_last_error(chorus_comm_t comm);
  * `mpi_comm`: every rank calls it. The MPI communicator is duplicated, so
  * Chorus's bootstrap traffic never mixes with the application's; the
  * application may free `mpi_comm` afterwards. MPI must be initialized.
- * Reads the CHORUS_* environment variables (see README). */
+ * Reads the CHORUS_* environment variables (see README). All or nothing:
+ * it succeeds on every rank or fails on every rank with the same reason
+ * (naming the ranks where it failed). The settings that change the protocol
+ * are compared across ranks: one that differs fails creation everywhere
+ * with CHORUS_ERR_CONFIG, naming the variable and its value on each group of
+ * ranks; so does a bad value on any rank. */
 chorus_result_t chorus_comm_create(MPI_Comm mpi_comm, chorus_comm_t* comm);
 
-/* Destroy a communicator. Collective: every rank calls it. Operations still
- * in flight are completed first. The handle is invalid afterwards; passing it
- * again is detected and returns CHORUS_ERR_INVALID_ARGUMENT. */
+/* Destroy a communicator. Every rank calls it, in any order relative to its
+ * other communicators: it waits for no peer. Operations still in flight are
+ * completed first (unless the communicator failed); then this rank's
+ * resources are released, and data it sent that a busy peer has not taken
+ * yet keeps flowing in the background (while Chorus is used, and at
+ * MPI_Finalize). The handle is invalid afterwards; passing it again is
+ * detected and returns CHORUS_ERR_INVALID_ARGUMENT. */
 chorus_result_t chorus_comm_destroy(chorus_comm_t comm);
 
 /* End every operation in flight on `comm` on this rank: each completes
  * (through chorus_test/chorus_wait) with CHORUS_ERR_COMM_FAILED, and so does
- * every later call until the communicator is destroyed. Local: the peers
- * learn of it through their own timeouts or transport errors. Use it to give
- * up on a collective that a failed peer will never finish. */
+ * every later call until the communicator is destroyed. The peers are told
+ * at once, and their operations on the communicator fail the same way. Use
+ * it to give up on a collective that a failed peer will never finish. */
 chorus_result_t chorus_comm_abort(chorus_comm_t comm);
 
 chorus_result_t chorus_comm_rank(chorus_comm_t comm, int* rank);

@@ -1,7 +1,7 @@
 // The one main of every test program. Under mpirun it initializes MPI and
 // makes a failure on any rank fail the program on every rank (Catch2 alone
 // would let rank 0 report success while rank 1 failed). Outside mpirun it
-// runs without MPI.
+// runs without MPI. MPI is initialized with MPI_THREAD_MULTIPLE.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 #include <mpi.h>
@@ -17,7 +17,9 @@ int main(int argc, char** argv) {
     bool mpi = launched_by_mpi();
     int rank = 0, size = 1;
     if (mpi) {
-        MPI_Init(&argc, &argv);
+        // The highest level: tests run collectives from several threads.
+        int provided = 0;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
         MPI_Comm_rank(MPI_COMM_WORLD, &rank);
         MPI_Comm_size(MPI_COMM_WORLD, &size);
     }

@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
         return 1;
     }
     std::vector<float> buf(1 << 20, 1.0f);
-    chorus_result_t rc = chorus_allreduce(buf.data(), buf.data(), buf.size(), CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
+    chorus_result_t rc =
+        chorus_allreduce(buf.data(), buf.data(), buf.size(), CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == victim) {
         if (mode == "exit") _exit(1);
@@ -64,13 +65,15 @@ int main(int argc, char** argv) {
         mode != "stop" ? rc == CHORUS_ERR_PEER_FAILED : rc == CHORUS_ERR_TIMEOUT || rc == CHORUS_ERR_PEER_FAILED;
     bool names_peer = message.find("rank " + std::to_string(victim)) != std::string::npos ||
                       message.find("rank") != std::string::npos;
-    bool ok = expected_code && names_peer && later == CHORUS_ERR_COMM_FAILED;
+    // Destroying the communicator returns, though a peer is dead or stopped.
+    bool destroyed = chorus_comm_destroy(comm) == CHORUS_SUCCESS;
+    bool ok = expected_code && names_peer && later == CHORUS_ERR_COMM_FAILED && destroyed;
     // Written under another name first: a verdict is there whole or not at all.
     std::string path = dir + "/rank-" + std::to_string(rank) + ".txt", part = path + ".part";
     if (FILE* f = std::fopen(part.c_str(), "w")) {
-        std::fprintf(f, "%s rank %d: %s after %.3f s (%d calls); later call: %s; message: %s\n", ok ? "ok" : "FAIL",
-                     rank, chorus_get_error_string(rc), seconds, calls, chorus_get_error_string(later),
-                     message.c_str());
+        std::fprintf(f, "%s rank %d: %s after %.3f s (%d calls); later call: %s; destroy %s; message: %s\n",
+                     ok ? "ok" : "FAIL", rank, chorus_get_error_string(rc), seconds, calls,
+                     chorus_get_error_string(later), destroyed ? "returned" : "failed", message.c_str());
         std::fclose(f);
         std::rename(part.c_str(), path.c_str());
     }

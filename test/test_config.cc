@@ -20,7 +20,8 @@ TEST_CASE("defaults hold when nothing is set", "[unit][config]") {
     Config c = Config::from_strings({});
     REQUIRE(c.log_level == chorus::LogLevel::Warn);
     REQUIRE(c.chunk_bytes == 256 * 1024);
-    REQUIRE(c.timeout_ms == 300000);
+    REQUIRE(c.timeout_ms == 0);
+    REQUIRE(c.hang_warn_s == 60);
     REQUIRE(c.forced_algo("allreduce").empty());
 }
 

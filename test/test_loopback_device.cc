@@ -197,10 +197,13 @@ TEST_CASE("without a GPU, a stream to wait for is a clean CUDA error", "[device]
         CHECK(e.code() == CHORUS_ERR_CUDA);
         CHECK(std::string(e.what()).find("without a usable GPU") != std::string::npos);
     }
-    // Host buffers without a stream still work.
+    // A failed start fails the communicator (its peers are told), so a new
+    // one shows that host buffers without a stream still work.
+    CHECK(group.comms[0]->failed());
+    test::LoopbackGroup fresh(1, chorus::Config{});
     std::vector<const void*> send{in};
     std::vector<void*> recv{out};
-    auto rc = group.run(args, send, recv);
+    auto rc = fresh.run(args, send, recv);
     CHECK(rc[0] == CHORUS_SUCCESS);
     CHECK(out[3] == 4.0f);
 }

@@ -22,18 +22,21 @@ CollArgs args_for(Collective c, int p, size_t bytes) {
 }
 }  // namespace
 
-TEST_CASE("the selector returns a supported algorithm for every collective, size and rank count",
-          "[unit][selector]") {
+TEST_CASE("the selector returns a supported algorithm for every collective, size and rank count", "[unit][selector]") {
     Selector sel{CostParams{}};
     for (int c = 0; c < kNumCollectives; ++c)
         for (int p : {1, 2, 3, 5, 8, 13, 16, 31, 64, 100})
-            for (size_t bytes : {size_t(0), size_t(4), size_t(100), size_t(4096), size_t(65536), size_t(1) << 20,
-                                 size_t(16) << 20}) {
+            for (size_t bytes :
+                 {size_t(0), size_t(4), size_t(100), size_t(4096), size_t(65536), size_t(1) << 20, size_t(16) << 20}) {
                 CollArgs a = args_for(Collective(c), p, bytes);
                 const Choice& choice = sel.choose(a);
                 REQUIRE(choice.algorithm != nullptr);
                 REQUIRE(choice.algorithm->coll == Collective(c));
-                REQUIRE(choice.predictions.size() == algorithms_for(Collective(c)).size());
+                // Every algorithm that supports the arguments is weighed.
+                size_t supported = 0;
+                for (const Algorithm& alg : algorithms_for(Collective(c)))
+                    if (!alg.supports || alg.supports(a)) ++supported;
+                REQUIRE(choice.predictions.size() == supported);
                 // The chosen one really builds a schedule for these arguments.
                 a.rank = p - 1;
                 REQUIRE(choice.algorithm->build(a) != nullptr);
@@ -91,4 +94,29 @@ TEST_CASE("cost settings are read from CHORUS_COST_*", "[unit][config]") {
     REQUIRE(c.cost.bandwidth_gbs == 12);
     REQUIRE_THROWS_AS(Config::from_strings({"CHORUS_COST_REDUCE_GBS=0"}), Error);
     REQUIRE_THROWS_AS(Config::from_strings({"CHORUS_COST_COPY_GBS=fast"}), Error);
+}
+
+TEST_CASE("ranks that share memory take the flat shared-memory algorithms for small messages only",
+          "[unit][selector]") {
+    CostParams params;
+    params.all_local = true;
+    Selector sel{params};
+    for (int c = 0; c < kNumCollectives; ++c) {
+        for (int p : {2, 4}) {
+            CollArgs small = args_for(Collective(c), p, 64);
+            small.slot_bytes = 16368;
+            CollArgs large = args_for(Collective(c), p, size_t(4) << 20);
+            large.slot_bytes = 16368;
+            INFO(collective_name(Collective(c)) << " p=" << p);
+            bool has_flat = false;
+            for (const Algorithm& alg : algorithms_for(Collective(c))) has_flat |= alg.name == std::string("shm_flat");
+            if (!has_flat) continue;
+            REQUIRE(sel.choose(small).algorithm->name == std::string("shm_flat"));
+            REQUIRE(sel.choose(large).algorithm->name != std::string("shm_flat"));
+        }
+    }
+    // Without shared slots the flat algorithms are never candidates.
+    Selector remote{CostParams{}};
+    CollArgs a = args_for(Collective::Allreduce, 2, 64);
+    for (const auto& [alg, t] : remote.choose(a).predictions) REQUIRE(alg->name != std::string("shm_flat"));
 }

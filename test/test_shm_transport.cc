@@ -1,12 +1,12 @@
 // The shared-memory transport for small messages, with ranks in one process:
-// the rings, matching out of order, a full ring, size mismatches, dead peers,
-// and every collective on top of it (small messages through the rings,
-// larger ones through the loopback transport underneath).
-#include <catch2/catch.hpp>
-
+// the queues, matching out of order, a full queue, several senders into one
+// queue, size mismatches, dead peers, the publish slots, and every
+// collective on top of it (small messages through the queues, larger ones
+// through the loopback transport underneath).
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <memory>
 #include <vector>
@@ -22,18 +22,15 @@ using chorus::net::Transport;
 
 namespace {
 
-// Segments for `n` ranks of one host, in this process.
+// The segment of `n` ranks of one host, in this process.
 struct Segments {
-    std::vector<std::unique_ptr<char[]>> mem;
-    std::vector<void*> ptrs;
+    std::unique_ptr<char[]> mem;
+    void* ptrs = nullptr;
     explicit Segments(int n) {
-        for (int r = 0; r < n; ++r) {
-            size_t bytes = ShmTransport::segment_bytes(n) + 64;
-            mem.emplace_back(new char[bytes]);
-            void* p = mem.back().get() + (64 - reinterpret_cast<uintptr_t>(mem.back().get()) % 64) % 64;
-            ShmTransport::init_segment(p, n);
-            ptrs.push_back(p);
-        }
+        size_t bytes = chorus::net::shm::Segment::bytes(n) + 64;
+        mem.reset(new char[bytes]);
+        ptrs = mem.get() + (64 - reinterpret_cast<uintptr_t>(mem.get()) % 64) % 64;
+        chorus::net::shm::Segment::init(ptrs, n);
     }
 };
 
@@ -55,22 +52,22 @@ bool complete(Transport& a, Transport& b, chorus::net::Handle h, int rounds = 10
 
 }  // namespace
 
-TEST_CASE("shm transport: messages match by tag in any order, through a full ring", "[shm]") {
+TEST_CASE("shm transport: messages match by tag in any order, through a full queue", "[shm]") {
     auto hub = std::make_shared<LoopbackHub>(2);
     Segments seg(2);
     ShmTransport t0(std::make_unique<LoopbackTransport>(hub, 0), 4096, all_local(2), seg.ptrs, {});
     ShmTransport t1(std::make_unique<LoopbackTransport>(hub, 1), 4096, all_local(2), seg.ptrs, {});
-    const int n = static_cast<int>(ShmTransport::kSlots) * 3;
+    const int n = static_cast<int>(chorus::net::shm::kCells) * 3;
     std::vector<std::vector<int>> data(n);
     std::vector<chorus::net::Handle> sends;
     for (int i = 0; i < n; ++i) {
-        data[i].assign(1 + i * 7, i);
+        data[i].assign(1 + (i * 7) % 1000, i);  // each fits one cell
         sends.push_back(t0.send(1, 1000 + i, data[i].data(), data[i].size() * sizeof(int)));
     }
-    // The ring holds kSlots messages; the rest wait, in order.
+    // The queue holds kCells messages; the rest wait, in order.
     int immediate = 0;
     for (auto h : sends) immediate += h == nullptr;
-    CHECK(immediate == static_cast<int>(ShmTransport::kSlots));
+    CHECK(immediate == static_cast<int>(chorus::net::shm::kCells));
     // Receive in reverse order: early messages wait as unexpected ones.
     for (int i = n - 1; i >= 0; --i) {
         std::vector<int> got(data[i].size(), -1);
@@ -83,7 +80,7 @@ TEST_CASE("shm transport: messages match by tag in any order, through a full rin
 
 TEST_CASE("shm transport: posted receives, zero bytes, large messages underneath, mismatches", "[shm]") {
     auto hub = std::make_shared<LoopbackHub>(3, /*rendezvous=*/true);
-    Segments seg(3);
+    Segments seg(2);
     // Rank 2 is on another host: its messages all go through loopback.
     std::vector<int> idx{0, 1, -1};
     ShmTransport t0(std::make_unique<LoopbackTransport>(hub, 0), 1024, idx, seg.ptrs, {});
@@ -150,10 +147,10 @@ TEST_CASE("shm transport: a receive from a dead process fails", "[shm]") {
     }
 }
 
-TEST_CASE("shm transport: every collective over the rings", "[shm]") {
+TEST_CASE("shm transport: every collective over the queues", "[shm]") {
     for (int p : {2, 3, 4, 7}) {
-        Segments seg(p);
         for (bool rendezvous : {false, true}) {
+            Segments seg(p);  // a fresh segment for every group
             int next = 0;
             test::LoopbackGroup group(p, test::forced(Collective::Allreduce, "", 4096, 4), rendezvous, nullptr,
                                       [&](std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
@@ -177,14 +174,14 @@ TEST_CASE("shm transport: every collective over the rings", "[shm]") {
     }
 }
 
-TEST_CASE("shm transport: messages larger than a slot go in fragments, larger than the ring in turns", "[shm]") {
+TEST_CASE("shm transport: messages larger than a cell go in fragments, larger than the queue in turns", "[shm]") {
     auto hub = std::make_shared<LoopbackHub>(2);
     Segments seg(2);
     ShmTransport t0(std::make_unique<LoopbackTransport>(hub, 0), 256 * 1024, all_local(2), seg.ptrs, {});
     ShmTransport t1(std::make_unique<LoopbackTransport>(hub, 1), 256 * 1024, all_local(2), seg.ptrs, {});
-    const size_t ring = ShmTransport::kSlots * ShmTransport::kSlotPayload;
-    for (size_t bytes : {size_t(0), size_t(4095), size_t(4096), size_t(4097), size_t(20000), ring, ring + 1,
-                         3 * ring + 17}) {
+    const size_t ring = chorus::net::shm::kCells * chorus::net::shm::kCellPayload;
+    const size_t cell = chorus::net::shm::kCellPayload;
+    for (size_t bytes : {size_t(0), cell - 1, cell, cell + 1, size_t(20000), ring, ring + 1, ShmTransport::kMaxEager}) {
         std::vector<unsigned char> data(bytes), got(bytes, 0xee);
         for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<unsigned char>(i * 31 + bytes);
         INFO(bytes << " bytes");
@@ -205,8 +202,9 @@ TEST_CASE("shm transport: messages larger than a slot go in fragments, larger th
         REQUIRE(complete(t0, t1, s));
         CHECK(got == data);
     }
-    // Two large messages back to back, taken in the other order.
-    std::vector<char> a(2 * ring, 'a'), b(2 * ring + 5, 'b'), ga(a.size()), gb(b.size());
+    // Two large messages back to back (more than the queue holds), taken in
+    // the other order.
+    std::vector<char> a(ring - 1000, 'a'), b(ring + 5, 'b'), ga(a.size()), gb(b.size());
     auto sa = t0.send(1, 1, a.data(), a.size());
     auto sb = t0.send(1, 2, b.data(), b.size());
     auto rb = t1.recv(0, 2, gb.data(), gb.size());
@@ -217,4 +215,67 @@ TEST_CASE("shm transport: messages larger than a slot go in fragments, larger th
     REQUIRE(complete(t0, t1, sb));
     CHECK(ga == a);
     CHECK(gb == b);
+}
+
+TEST_CASE("shm transport: several senders into one queue, their fragments interleaved", "[shm]") {
+    const int p = 4;
+    auto hub = std::make_shared<LoopbackHub>(p);
+    Segments seg(p);
+    std::vector<std::unique_ptr<ShmTransport>> t;
+    for (int r = 0; r < p; ++r)
+        t.push_back(std::make_unique<ShmTransport>(std::make_unique<LoopbackTransport>(hub, r), 256 * 1024,
+                                                   all_local(p), seg.ptrs, std::vector<int>{}));
+    // Ranks 1..3 each send rank 0 three messages of several cells; the
+    // queue is far smaller than all of it, so the senders take turns.
+    const size_t bytes = 5 * chorus::net::shm::kCellPayload + 123;
+    std::vector<std::vector<char>> data, got;
+    std::vector<chorus::net::Handle> sends, recvs;
+    for (int k = 0; k < 3; ++k)
+        for (int r = 1; r < p; ++r) {
+            data.emplace_back(bytes);
+            for (size_t i = 0; i < bytes; ++i) data.back()[i] = static_cast<char>(r * 31 + k * 7 + i);
+            sends.push_back(t[r]->send(0, 100 + k, data.back().data(), bytes));
+        }
+    // Received in another order than sent: by tag, then by sender.
+    got.assign(data.size(), std::vector<char>(bytes));
+    for (int k = 2; k >= 0; --k)
+        for (int r = p - 1; r >= 1; --r) recvs.push_back(t[0]->recv(r, 100 + k, got[k * 3 + r - 1].data(), bytes));
+    for (int round = 0; round < 1000; ++round)
+        for (auto& x : t) x->progress();
+    for (auto h : recvs) CHECK(t[0]->test(h));
+    for (size_t i = 0; i < sends.size(); ++i) CHECK(t[1 + i % 3]->test(sends[i]));
+    for (size_t i = 0; i < data.size(); ++i) CHECK(got[i] == data[i]);
+}
+
+TEST_CASE("shm transport: publish slots, reused once every rank is done with them", "[shm]") {
+    const int p = 3;
+    auto hub = std::make_shared<LoopbackHub>(p);
+    Segments seg(p);
+    std::vector<std::unique_ptr<ShmTransport>> t;
+    for (int r = 0; r < p; ++r)
+        t.push_back(std::make_unique<ShmTransport>(std::make_unique<LoopbackTransport>(hub, r), 4096, all_local(p),
+                                                   seg.ptrs, std::vector<int>{}));
+    REQUIRE(t[0]->slot_bytes() == chorus::net::shm::kPubBytes);
+    const uint64_t K = chorus::net::Transport::kSlots;
+    // Operations 0..K-1 may be written at once; K only when all are done with 0.
+    for (uint64_t n = 0; n < K; ++n) CHECK(t[1]->slot_free(n));
+    CHECK_FALSE(t[1]->slot_free(K));
+    std::memcpy(t[1]->slot(1, 0), "hello", 6);
+    CHECK_FALSE(t[0]->published(1, 0));
+    t[1]->publish(0);
+    CHECK(t[0]->published(1, 0));
+    CHECK(std::string(t[0]->slot(1, 0)) == "hello");
+    CHECK_FALSE(t[0]->published(1, K));  // the same slot, a later operation
+    // Done out of order on rank 2: the count moves once 0 is done too.
+    for (int r = 0; r < 2; ++r) t[r]->slot_done(0);
+    t[2]->slot_done(1);
+    CHECK_FALSE(t[0]->slot_free(K));
+    t[2]->slot_done(0);
+    CHECK(t[0]->slot_free(K));
+    CHECK_FALSE(t[0]->slot_free(K + 1));  // ranks 0 and 1 are not done with 1
+    // A communicator that spans hosts has no slots.
+    std::vector<int> idx{0, 1, -1};
+    Segments two(2);
+    ShmTransport split(std::make_unique<LoopbackTransport>(hub, 0), 4096, idx, two.ptrs, {});
+    CHECK(split.slot_bytes() == 0);
 }

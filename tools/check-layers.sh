@@ -2,7 +2,7 @@
 # The library's layers include only what is below them (README, Architecture):
 #   core -> coll -> exec -> (net, reduce, cuda), and everything -> base;
 #   lib/coll sees the schedule IR and datatype facts only;
-#   lib/mpi (libchorus_mpi.so) sees chorus.h only.
+#   lib/mpi (libchorus_mpi.so) and lib/fortran see chorus.h only.
 # Prints every include that breaks a rule; exits 1 if there is any.
 set -euo pipefail
 cd "$(dirname "$0")/../lib"
@@ -16,6 +16,7 @@ allowed() {  # folder -> extended regex of the quoted includes it may use
     coll) echo '^(chorus\.h|base/|coll/|exec/schedule\.h|reduce/datatype\.h)' ;;
     core) echo '^(chorus\.h|base/|core/|coll/|exec/|net/|reduce/datatype\.h|cuda/cuda_runtime_api\.h)' ;;
     mpi) echo '^(chorus\.h|interposer\.h)' ;;
+    fortran) echo '^chorus\.h' ;;
     *) echo '^$' ;;
   esac
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Every test: installs missing packages, then builds from scratch four ways,
+# Every test: installs missing packages, then builds from scratch five ways,
 # each with warnings as errors, and runs the test suites:
 #   build/         default configuration (CUDA if nvcc is found): every suite
 #   build-nocuda/  -Dcuda=disabled: unit and mpi suites
 #   build-asan/    AddressSanitizer + UBSan: unit and loopback suites
+#   build-tsan/    ThreadSanitizer: the thread tests (suite threads)
 #   build-mpich/   -Dmpi=mpich -Dcuda=disabled, under MPICH's mpiexec: unit,
 #                  mpi and interposer suites
 # Usage: tools/test.sh
@@ -11,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
 source tools/env.sh
-rm -rf build build-nocuda build-asan build-mpich
+rm -rf build build-nocuda build-asan build-tsan build-mpich
 
 meson setup build -Dwerror=true
 meson compile -C build
@@ -25,6 +26,15 @@ meson setup build-asan -Dcuda=disabled -Dbuildtype=debugoptimized -Db_sanitize=a
 meson compile -C build-asan
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
   meson test -C build-asan --print-errorlogs --suite unit --suite loopback --timeout-multiplier 4
+
+# ThreadSanitizer: collectives from several threads at once, through the C
+# API (loopback and mpirun) and under the preload. UCX's memory hooks are off
+# (they patch mmap, which ThreadSanitizer intercepts); reports inside MPI and
+# UCX, which are not instrumented, are suppressed (test/tsan.supp).
+meson setup build-tsan -Dcuda=disabled -Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dwerror=true
+meson compile -C build-tsan test/test_loopback test/test_mpi_dropin test/interposer/interposer_dropin lib/mpi/chorus_mpi
+TSAN_OPTIONS="suppressions=$PWD/test/tsan.supp halt_on_error=1" UCX_MEM_EVENTS=no \
+  meson test -C build-tsan --no-rebuild --print-errorlogs --suite threads --timeout-multiplier 2
 
 meson setup build-mpich -Dmpi=mpich -Dcuda=disabled -Dwerror=true
 meson compile -C build-mpich

@@ -1,7 +1,7 @@
 #include "coll/algorithm.h"
 
-#include "reduce/datatype.h"
 #include "base/error.h"
+#include "reduce/datatype.h"
 
 namespace chorus::coll {
 
@@ -23,7 +23,9 @@ size_t CollArgs::block_offset(int i) const {
     return off;
 }
 
-size_t CollArgs::total_count() const { return block_offset(size); }
+size_t CollArgs::total_count() const {
+    return block_offset(size);
+}
 
 size_t CollArgs::message_bytes() const {
     size_t esize = datatype_size(dtype);
@@ -34,7 +36,12 @@ size_t CollArgs::message_bytes() const {
 }
 
 namespace {
-bool any(const CollArgs&) { return true; }
+bool any(const CollArgs&) {
+    return true;
+}
+bool slots(const CollArgs& a) {
+    return fits_slot(a);
+}
 }  // namespace
 
 const std::vector<Algorithm>& algorithms_for(Collective c) {
@@ -42,23 +49,28 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Allreduce, "ring", build_ring_allreduce, any},
         {Collective::Allreduce, "recursive_doubling", build_recursive_doubling_allreduce, any},
         {Collective::Allreduce, "rabenseifner", build_rabenseifner_allreduce, any},
+        {Collective::Allreduce, "shm_flat", build_flat_allreduce, slots},
     };
     static const std::vector<Algorithm> bcast = {
         {Collective::Broadcast, "binomial", build_binomial_bcast, any},
         {Collective::Broadcast, "chain", build_chain_bcast, any},
         {Collective::Broadcast, "scatter_allgather", build_scatter_allgather_bcast, any},
+        {Collective::Broadcast, "shm_flat", build_flat_bcast, slots},
     };
     static const std::vector<Algorithm> reduce = {
         {Collective::Reduce, "binomial", build_binomial_reduce, any},
         {Collective::Reduce, "reduce_scatter_gather", build_reduce_scatter_gather_reduce, any},
+        {Collective::Reduce, "shm_flat", build_flat_reduce, slots},
     };
     static const std::vector<Algorithm> reduce_scatter = {
         {Collective::ReduceScatter, "halving", build_halving_reduce_scatter, any},
         {Collective::ReduceScatter, "ring", build_ring_reduce_scatter, any},
+        {Collective::ReduceScatter, "shm_flat", build_flat_reduce_scatter, slots},
     };
     static const std::vector<Algorithm> allgather = {
         {Collective::Allgather, "ring", build_ring_allgather, any},
         {Collective::Allgather, "bruck", build_bruck_allgather, any},
+        {Collective::Allgather, "shm_flat", build_flat_allgather, slots},
     };
     switch (c) {
         case Collective::Allreduce: return allreduce;

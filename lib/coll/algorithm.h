@@ -40,6 +40,7 @@ struct CollArgs {
     bool in_place = false;            // only local step ordering may depend on it
     size_t chunk_bytes = 256 * 1024;  // pipeline chunk
     int depth = 16;                   // chunks in flight per phase (scratch slots)
+    size_t slot_bytes = 0;            // room in a publish slot (0: the ranks share no memory)
 
     // reduce_scatter: elements of block i, and where it starts in Send.
     size_t block_count(int i) const { return counts.empty() ? count : counts[i]; }
@@ -78,5 +79,13 @@ std::unique_ptr<Schedule> build_ring_allgather(const CollArgs& args);
 std::unique_ptr<Schedule> build_bruck_allgather(const CollArgs& args);
 std::unique_ptr<Schedule> build_binomial_reduce(const CollArgs& args);
 std::unique_ptr<Schedule> build_reduce_scatter_gather_reduce(const CollArgs& args);
+// One round through the publish slots (every rank on one host), shm_flat.cc.
+std::unique_ptr<Schedule> build_flat_allreduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_flat_bcast(const CollArgs& args);
+std::unique_ptr<Schedule> build_flat_reduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_flat_reduce_scatter(const CollArgs& args);
+std::unique_ptr<Schedule> build_flat_allgather(const CollArgs& args);
+// Whether a message of this size class fits a publish slot.
+bool fits_slot(const CollArgs& args);
 
 }  // namespace chorus::coll

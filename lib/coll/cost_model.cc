@@ -7,17 +7,19 @@
 #include <unordered_set>
 #include <vector>
 
-#include "reduce/datatype.h"
 #include "base/error.h"
+#include "reduce/datatype.h"
 
 namespace chorus::coll {
 
 std::string CostParams::describe() const {
-    return cat("alpha ", alpha_us, " us (+", rendezvous_us, " us above ", eager_bytes, " bytes), link ", bandwidth_gbs, " GB/s, reduce ", reduce_gbs, " GB/s, copy ", copy_gbs,
-               " GB/s");
+    return cat("alpha ", alpha_us, " us (+", rendezvous_us, " us above ", eager_bytes, " bytes), link ", bandwidth_gbs,
+               " GB/s, reduce ", reduce_gbs, " GB/s, copy ", copy_gbs, " GB/s");
 }
 
 namespace {
+
+constexpr int kAnyRank = -1;  // lockstep: the slot of whichever peer
 
 struct Event {
     double time;
@@ -33,7 +35,8 @@ struct MsgKey {
 };
 struct MsgKeyHash {
     size_t operator()(const MsgKey& k) const {
-        return std::hash<uint64_t>()((uint64_t(uint32_t(k.src)) << 32 | uint32_t(k.dst)) * 0x9e3779b97f4a7c15ull ^ k.tag);
+        return std::hash<uint64_t>()((uint64_t(uint32_t(k.src)) << 32 | uint32_t(k.dst)) * 0x9e3779b97f4a7c15ull ^
+                                     k.tag);
     }
 };
 
@@ -75,8 +78,9 @@ public:
             waiting_.erase(first);
             finish_recv(e, e.time);
         }
-        if (!sends_.empty() || !recvs_.empty())
-            fail(CHORUS_ERR_INTERNAL, "cost model: ", sends_.size() + recvs_.size(), " unmatched transfers");
+        if (!sends_.empty() || !recvs_.empty() || !awaiting_.empty())
+            fail(CHORUS_ERR_INTERNAL, "cost model: ", sends_.size() + recvs_.size(), " unmatched transfers, ",
+                 awaiting_.size(), " awaits of a slot never published");
         return end_;
     }
 
@@ -94,8 +98,22 @@ private:
         }
     }
 
-    // Per-message cost: above the eager size, a rendezvous handshake too.
-    double alpha(size_t bytes) const { return p_.alpha_us + (bytes > p_.eager_bytes ? p_.rendezvous_us : 0.0); }
+    // Per-message cost: above the eager size, a rendezvous handshake too;
+    // within one host's shared memory, less.
+    double alpha(size_t bytes) const {
+        if (bytes > p_.eager_bytes) return p_.alpha_us + p_.rendezvous_us;
+        return p_.all_local ? p_.local_alpha_us : p_.alpha_us;
+    }
+
+    // A rank's slot is published: the peers awaiting it see it slot_us later.
+    void published(int r, double t) {
+        published_[r] = t;
+        auto range = awaiting_.equal_range(r);
+        std::vector<Event> woken;
+        for (auto it = range.first; it != range.second; ++it) woken.push_back(it->second);
+        awaiting_.erase(range.first, range.second);
+        for (const Event& e : woken) complete(e.rank, e.step, std::max(e.time, t + p_.slot_us));
+    }
 
     void transfer(int src, StepId ks, double ts, int dst, StepId kr, double tr, size_t bytes) {
         double start = std::max({ts, tr, out_[src], in_[dst]});
@@ -119,6 +137,25 @@ private:
                 complete(e.rank, e.step, cpu_[e.rank]);
                 return;
             }
+            case StepKind::Publish: {
+                double start = std::max(e.time, cpu_[e.rank]);
+                cpu_[e.rank] = start + us(st.bytes, p_.copy_gbs);
+                complete(e.rank, e.step, cpu_[e.rank]);
+                // Lockstep: every rank publishes when rank 0 does.
+                published(lockstep_ ? kAnyRank : e.rank, cpu_[e.rank]);
+                return;
+            }
+            case StepKind::Await: {
+                int peer = lockstep_ ? kAnyRank : st.peer;
+                auto it = published_.find(peer);
+                if (it != published_.end())
+                    complete(e.rank, e.step, std::max(e.time, it->second + p_.slot_us));
+                else if (lockstep_)
+                    complete(e.rank, e.step, e.time + p_.slot_us);
+                else
+                    awaiting_.emplace(peer, e);
+                return;
+            }
             case StepKind::Send:
             case StepKind::Recv: break;
         }
@@ -137,8 +174,10 @@ private:
         }
         Event other = it->second;
         theirs.erase(it);
-        if (is_send) transfer(e.rank, e.step, e.time, other.rank, other.step, other.time, st.bytes);
-        else transfer(other.rank, other.step, other.time, e.rank, e.step, e.time, st.bytes);
+        if (is_send)
+            transfer(e.rank, e.step, e.time, other.rank, other.step, other.time, st.bytes);
+        else
+            transfer(other.rank, other.step, other.time, e.rank, e.step, e.time, st.bytes);
     }
 
     // Lockstep: rank 0 only. A receive with tag T arrives after rank 0's own
@@ -187,6 +226,8 @@ private:
     size_t esize_;
     std::unordered_map<uint32_t, double> sent_;
     std::unordered_multimap<uint32_t, Event> waiting_;
+    std::unordered_map<int, double> published_;     // when each rank published its slot
+    std::unordered_multimap<int, Event> awaiting_;  // awaits of a slot not published yet
     std::unordered_set<uint32_t> send_tags_;
     std::vector<std::unique_ptr<Schedule>>* scheds_ = nullptr;
     bool lockstep_ = false;

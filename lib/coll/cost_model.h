@@ -16,12 +16,18 @@
 namespace chorus::coll {
 
 struct CostParams {
-    double alpha_us = 1.5;        // per message (latency + software overhead)
-    double rendezvous_us = 2.5;   // more per message above eager_bytes (rendezvous handshake, page pinning)
+    double alpha_us = 1.5;       // per message (latency + software overhead)
+    double rendezvous_us = 2.5;  // more per message above eager_bytes (rendezvous handshake, page pinning)
     size_t eager_bytes = 8192;
-    double bandwidth_gbs = 6.0;   // per link direction
-    double reduce_gbs = 6.0;      // bytes of output per second of a reduction
-    double copy_gbs = 8.0;        // memcpy
+    double bandwidth_gbs = 6.0;  // per link direction
+    double reduce_gbs = 6.0;     // bytes of output per second of a reduction
+    double copy_gbs = 8.0;       // memcpy
+    // Every rank on one host (Chorus's shared memory): a message of at most
+    // eager_bytes costs local_alpha_us instead of alpha_us, and a published
+    // slot is seen by a peer slot_us after it is written.
+    bool all_local = false;
+    double local_alpha_us = 0.3;
+    double slot_us = 0.1;
     // Every rank's schedule is simulated while the group's steps (this many
     // in all) fit; beyond, the model follows rank 0 alone and takes each
     // receive's sender to be as far along as rank 0 itself (a message with

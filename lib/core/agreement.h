@@ -22,6 +22,9 @@ struct Fingerprint {
     }
 };
 
+// Ranks as text, consecutive runs shortened: {0, 2, 3, 4, 7} -> "0,2-4,7".
+std::string rank_list(const std::vector<int>& ranks);
+
 // Only what the collective uses: a broadcast's op does not have to agree.
 Fingerprint fingerprint(const coll::CollArgs& args, uint64_t seq);
 
@@ -29,22 +32,29 @@ Fingerprint fingerprint(const coll::CollArgs& args, uint64_t seq);
 // each group passed.
 std::string disagreement(const std::vector<Fingerprint>& all);
 
-// Ranks grouped by equal values, in rank order: "0,2" and "1". `same(a, b)`
-// compares the values of ranks a and b.
+// "" when every rank's protocol settings (Config::protocol_settings, one
+// blob per rank) are the same; otherwise, for each setting that differs,
+// its value on each group of ranks.
+std::string settings_disagreement(const std::vector<std::string>& settings);
+
+// Ranks grouped by equal values: each group's first rank and its ranks as
+// text ("0,2", "1,3-7"). `same(a, b)` compares the values of ranks a and b.
 template <typename Same>
 std::vector<std::pair<int, std::string>> group_ranks(int size, Same&& same) {
-    std::vector<std::pair<int, std::string>> groups;  // first rank of the group, ranks
+    std::vector<std::pair<int, std::vector<int>>> groups;
     for (int r = 0; r < size; ++r) {
         bool placed = false;
         for (auto& g : groups)
             if (same(g.first, r)) {
-                g.second += "," + std::to_string(r);
+                g.second.push_back(r);
                 placed = true;
                 break;
             }
-        if (!placed) groups.emplace_back(r, std::to_string(r));
+        if (!placed) groups.push_back({r, {r}});
     }
-    return groups;
+    std::vector<std::pair<int, std::string>> out;
+    for (const auto& g : groups) out.emplace_back(g.first, rank_list(g.second));
+    return out;
 }
 
 }  // namespace chorus

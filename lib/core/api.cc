@@ -132,9 +132,7 @@ chorus_result_t chorus_comm_create(MPI_Comm mpi_comm, chorus_comm_t* comm) {
         return chorus::api::report(nullptr, CHORUS_ERR_UNSUPPORTED,
                                    "chorus_comm_create: intercommunicators are not supported");
     return guarded(nullptr, [&] {
-        chorus::Config config = chorus::Config::from_env();
-        chorus::set_log_level(config.log_level);
-        *comm = chorus::api::add_comm(Communicator::create_mpi(mpi_comm, config));
+        *comm = chorus::api::add_comm(Communicator::create_mpi(mpi_comm));
         return CHORUS_SUCCESS;
     });
 }

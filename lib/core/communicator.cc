@@ -1,11 +1,16 @@
 #include "core/communicator.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
 
 #include "base/log.h"
 #include "core/agreement.h"
+#include "exec/inline_run.h"
 #include "net/mpi_bootstrap.h"
 #include "net/shm/shm_transport.h"
+#include "net/ucx/ucx_retired.h"
 #include "net/ucx/ucx_transport.h"
 #include "reduce/datatype.h"
 
@@ -20,15 +25,61 @@ constexpr size_t kMaxInflight = 1024;
 // shared memory pay no rendezvous.
 coll::CostParams cost_params(coll::CostParams p, const net::Transport& t) {
     p.eager_bytes = std::max(p.eager_bytes, t.host_only_max());
+    p.all_local = t.slot_bytes() > 0;
     return p;
 }
 }  // namespace
 
-std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm, const Config& config) {
+namespace {
+// At MPI_Finalize (MPI_COMM_SELF's attributes are deleted first thing, while
+// MPI still works, and every rank is there), the endpoints of destroyed
+// communicators that are still flushing are flushed to the end.
+void drain_at_finalize() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        int keyval = MPI_KEYVAL_INVALID;
+        MPI_Comm_create_keyval(
+            MPI_COMM_NULL_COPY_FN,
+            [](MPI_Comm, int, void*, void*) {
+                net::drain_retired(5000);
+                return MPI_SUCCESS;
+            },
+            &keyval, nullptr);
+        MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr);
+    });
+}
+}  // namespace
+
+std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm) {
+    drain_at_finalize();
     auto boot = std::make_unique<net::MpiBootstrap>(comm);
+    // The settings: read on every rank, then compared (all or nothing).
+    static std::atomic<uint64_t> created{0};
+    const uint64_t mine = created++;
+    Config config;
+    std::vector<std::string> settings = net::allgather_agreed(*boot, [&] {
+        config = Config::from_env();
+        return cat(mine, "\n", config.protocol_settings());
+    });
+    const uint64_t id = std::strtoull(settings[0].c_str(), nullptr, 10);
+    for (auto& blob : settings) blob.erase(0, blob.find('\n') + 1);
+    std::string differ = settings_disagreement(settings);
+    if (!differ.empty())
+        fail(CHORUS_ERR_CONFIG, "settings that change the protocol must be the same on every rank: ", differ);
+    set_log_level(config.log_level);
+
     std::unique_ptr<net::Transport> transport = std::make_unique<net::UcxTransport>(*boot, config.peer_errors);
     transport = net::ShmTransport::create(*boot, std::move(transport), config.shm_eager_bytes);
-    return std::make_unique<Communicator>(std::move(transport), config, nullptr, std::move(boot));
+    std::unique_ptr<Communicator> c;
+    net::allgather_agreed(*boot, [&] {
+        if (config.inject == "create")
+            fail(CHORUS_ERR_TRANSPORT, "failure injected at creation (CHORUS_INJECT_FAILURE=create)");
+        c = std::make_unique<Communicator>(std::move(transport), config);
+        return std::string();
+    });
+    c->id_ = id;
+    c->boot_ = std::move(boot);
+    return c;
 }
 
 Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Config& config,
@@ -36,15 +87,17 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
     : config_(config),
       boot_(std::move(boot)),
       transport_(std::move(transport)),
+      rank_(transport_->rank()),
+      size_(transport_->size()),
       buffers_(device ? std::move(device) : make_cuda_device(), transport_->device_memory() && !config_.always_stage),
       plans_(config_, cost_params(config_.cost, *transport_), transport_->rank() == 0),
       waiter_(config_, transport_->local_ranks()),
-      watchdog_(config_.timeout_ms) {
+      watchdog_(config_) {
     // Touch the scratch a pipelined operation needs once, up front.
     buffers_.warm(config_.chunk_bytes * static_cast<size_t>(config_.window));
     if (rank() == 0) {
-        log(LogLevel::Debug, 0, "communicator of ", size(), " ranks over ", transport_->name(), "; ",
-            config_.describe());
+        log(LogLevel::Debug, 0, "communicator of ", size(), " ranks (", transport_->local_ranks(),
+            " on this host) over ", transport_->name(), "; ", config_.describe());
         for (const auto& name : config_.unknown) log(LogLevel::Warn, 0, "unknown setting ", name, " ignored");
     }
 }
@@ -63,42 +116,73 @@ Communicator::~Communicator() {
     }
     ops_.clear();
     buffers_.device().drain();
-    transport_.reset();  // collective for UCX
+    buffers_.device().forget_host();  // the slots go with the transport
+    transport_.reset();               // local: waits for no peer
 }
 
-Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* recvbuf, void* stream) {
-    if (failed_) fail(CHORUS_ERR_COMM_FAILED, "communicator failed earlier: ", failure_);
-    if (ops_.size() >= kMaxInflight)
-        fail(CHORUS_ERR_INVALID_ARGUMENT, "too many operations in flight (", kMaxInflight,
-             "); wait for some before starting more");
+Operation* Communicator::take_operation() {
+    if (spare_ops_.empty()) return new Operation;
+    Operation* op = spare_ops_.back().release();
+    spare_ops_.pop_back();
+    return op;
+}
+
+void Communicator::fill(coll::CollArgs& args) const {
     args.rank = rank();
     args.size = size();
     args.chunk_bytes = config_.chunk_bytes;
     args.depth = config_.window;
+    args.slot_bytes = transport_->slot_bytes();
+}
+
+Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* recvbuf, void* stream) {
+    if (failed_) fail(CHORUS_ERR_COMM_FAILED, "communicator failed earlier: ", failure_);
+    fill(args);
     if (config_.check) check_agreement(args);
-    return launch(args, plans_.plan(args), sendbuf, recvbuf, stream);
+    const uint64_t seq = next_seq_;
+    try {
+        if (ops_.size() >= kMaxInflight)
+            fail(CHORUS_ERR_INVALID_ARGUMENT, "too many operations in flight (", kMaxInflight,
+                 "); wait for some before starting more");
+        return launch(args, plans_.plan(args), sendbuf, recvbuf, stream);
+    } catch (const Error& e) {
+        // The peers have started this operation or will: they must not wait
+        // for this rank, which will never take part.
+        if (next_seq_ == seq) next_seq_ = net::next_operation_seq(next_seq_);
+        std::string why =
+            cat(coll::collective_name(args.coll), " #", seq, " on rank ", rank(), " failed to start: ", e.what());
+        tell_peers(e.code(), why);
+        failed_ = true;
+        failure_ = why;
+        throw Error(e.code(), why);
+    }
 }
 
 Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, const void* sendbuf, void* recvbuf,
-                                void* stream) {
-    std::unique_ptr<Operation> op;
-    if (spare_ops_.empty()) {
-        op = std::make_unique<Operation>();
-    } else {
-        op = std::move(spare_ops_.back());
-        spare_ops_.pop_back();
-    }
-    op->seq = next_seq_++;
+                                void* stream, const Resume* resume) {
+    std::unique_ptr<Operation> op(take_operation());
+    op->seq = resume ? resume->seq : next_seq_;
+    if (!resume) next_seq_ = net::next_operation_seq(next_seq_);
     op->args = args;
     op->algorithm = plan.algo->name;
     op->schedule = plan.schedule;
+    if (!config_.inject.empty() && config_.inject == cat("start:", op->seq))
+        fail(CHORUS_ERR_OUT_OF_MEMORY, "failure injected at the start of operation #", op->seq,
+             " (CHORUS_INJECT_FAILURE=", config_.inject, ")");
     DeviceUse use;
     Buffers bufs = buffers_.prepare(*op, sendbuf, recvbuf, stream, use);
+    // Slot operations are numbered apart (every rank numbers them alike).
+    if (resume)
+        bufs.slot_op = resume->slot_op;
+    else if (op->schedule->uses_slots())
+        bufs.slot_op = next_slot_op_++;
+    const size_t done = resume ? resume->done : 0;
     try {
         if (op->executor)
-            op->executor->reset(*op->schedule, bufs, op->seq, use);
+            op->executor->reset(*op->schedule, bufs, op->seq, use, done);
         else
-            op->executor = std::make_unique<Executor>(*op->schedule, *transport_, bufs, op->seq, config_.window, use);
+            op->executor =
+                std::make_unique<Executor>(*op->schedule, *transport_, bufs, op->seq, config_.window, use, done);
         if (op->mirrors[1]) op->executor->add_final_copy(recvbuf, op->mirrors[1], op->mirror_bytes);
     } catch (...) {
         if (op->executor)
@@ -137,24 +221,54 @@ void Communicator::check_agreement(const coll::CollArgs& args) {
 }
 
 void Communicator::abort(const std::string& why) {
+    // The peers learn of it at once, whatever they are doing.
+    if (!failed_) tell_peers(CHORUS_ERR_COMM_FAILED, cat("rank ", rank(), " aborted: ", why));
     for (auto& op : ops_)
-        if (!op->finished) fail_op(*op, CHORUS_ERR_COMM_FAILED, cat("aborted: ", why));
+        if (!op->finished) fail_op(*op, CHORUS_ERR_COMM_FAILED, cat("aborted: ", why), false);
     if (!failed_) {
         failed_ = true;
         failure_ = cat("aborted: ", why);
     }
 }
 
-void Communicator::fail_op(Operation& op, chorus_result_t code, const std::string& message) {
+void Communicator::fail_op(Operation& op, chorus_result_t code, const std::string& message, bool tell) {
     op.finished = true;
     op.result = code;
     op.error = cat(coll::collective_name(op.args.coll), " #", op.seq, " (", op.algorithm, ", ", op.args.count, " x ",
                    datatype_name(op.args.dtype), ") on rank ", rank(), ": ", message);
     op.executor->abort();
     // The peers' state is unknown now: later operations would not match.
+    if (tell && !failed_) tell_peers(code, op.error);
     failed_ = true;
     failure_ = op.error;
     log(LogLevel::Error, rank(), op.error);
+}
+
+void Communicator::tell_peers(chorus_result_t code, const std::string& message) {
+    std::string notice = std::string(1, static_cast<char>(code)) + message;
+    for (int r = 0; r < size(); ++r)
+        if (r != rank()) transport_->notify(r, notice);
+    transport_->flush_notices(3000);
+}
+
+void Communicator::poll_notices() {
+    int source = -1;
+    std::string notice;
+    while (transport_->poll_notice(&source, &notice)) {
+        if (notice.empty()) continue;
+        auto code = static_cast<chorus_result_t>(notice[0]);
+        std::string why = cat("rank ", source, " failed: ", notice.substr(1));
+        for (auto& op : ops_)
+            if (!op->finished) fail_op(*op, code, why, false);
+        if (!failed_) {
+            failed_ = true;
+            failure_ = why;
+        }
+    }
+}
+
+std::string Communicator::name() const {
+    return cat("comm ", id_, " (", size(), " ranks)");
 }
 
 bool Communicator::progress(Operation* target) {
@@ -180,9 +294,11 @@ bool Communicator::progress(Operation* target) {
     // here): a moved operation's idle time restarts at the next idle check,
     // at most 1024 polls late.
     if (moved) Watchdog::moved(ops_);
-    if (waiter_.after_pass(moved))
-        watchdog_.check(ops_, *transport_,
+    if (waiter_.after_pass(moved)) {
+        watchdog_.check(ops_, *transport_, name(),
                         [this](Operation& op, const std::string& why) { fail_op(op, CHORUS_ERR_TIMEOUT, why); });
+        poll_notices();
+    }
     return target->finished;
 }
 
@@ -214,7 +330,44 @@ chorus_result_t Communicator::release(Operation* op) {
     return rc;
 }
 
+bool Communicator::run_inline(const coll::CollArgs& a, const void* sendbuf, void* recvbuf, void* stream,
+                              chorus_result_t* rc) {
+    if (!ops_.empty() || stream || failed_ || config_.check || !config_.inject.empty()) return false;
+    coll::CollArgs args = a;
+    fill(args);
+    Plan plan = plans_.plan(args);
+    const Schedule& s = *plan.schedule;
+    if (s.has_transfers() || s.scratch_bytes() || (sendbuf && !host_side(buffers_.device().kind(sendbuf))) ||
+        (recvbuf && !host_side(buffers_.device().kind(recvbuf))))
+        return false;
+    Resume r{next_seq_, s.uses_slots() ? next_slot_op_++ : 0, 0};
+    next_seq_ = net::next_operation_seq(next_seq_);
+    Buffers b{sendbuf, recvbuf, nullptr, r.slot_op};
+    try {
+        r.done = run_in_order(s, *transport_, b, waiter_.inline_polls());
+    } catch (const Error& e) {
+        std::string why = cat(coll::collective_name(args.coll), " #", r.seq, " (", plan.algo->name, ") on rank ",
+                              rank(), ": ", e.what());
+        tell_peers(e.code(), why);
+        failed_ = true;
+        failure_ = last_error_ = why;
+        *rc = e.code();
+        return true;
+    }
+    if (r.done == s.steps().size()) {
+        *rc = CHORUS_SUCCESS;
+        return true;
+    }
+    // A peer is late: the rest waits as any operation does.
+    Operation* op = launch(args, plan, sendbuf, recvbuf, nullptr, &r);
+    wait(op);
+    *rc = release(op);
+    return true;
+}
+
 chorus_result_t Communicator::run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream) {
+    chorus_result_t rc;
+    if (run_inline(args, sendbuf, recvbuf, stream, &rc)) return rc;
     Operation* op = start(args, sendbuf, recvbuf, stream);
     wait(op);
     return release(op);

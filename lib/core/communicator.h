@@ -25,19 +25,24 @@ namespace chorus {
 
 class Communicator {
 public:
-    // Collective over `comm`: duplicates it and bootstraps the transports.
-    static std::unique_ptr<Communicator> create_mpi(MPI_Comm comm, const Config& config);
+    // Collective over `comm`, all or nothing: duplicates it, reads the
+    // settings and compares those that change the protocol, and bootstraps
+    // the transports. If any of it fails on any rank, it throws on every
+    // rank with the reason (a setting that differs: CHORUS_ERR_CONFIG).
+    static std::unique_ptr<Communicator> create_mpi(MPI_Comm comm);
     // Over an existing transport (loopback tests). Takes ownership. Without
     // a device, CUDA's (tests pass an emulated one). `boot`, if any, is kept
     // alive as long as the transport.
     Communicator(std::unique_ptr<net::Transport> transport, const Config& config,
                  std::unique_ptr<Device> device = nullptr, std::unique_ptr<net::Bootstrap> boot = nullptr);
+    // Local: completes the operations in flight (unless the communicator
+    // failed), then releases everything without waiting for any peer.
     ~Communicator();
     Communicator(const Communicator&) = delete;
     Communicator& operator=(const Communicator&) = delete;
 
-    int rank() const { return transport_->rank(); }
-    int size() const { return transport_->size(); }
+    int rank() const { return rank_; }
+    int size() const { return size_; }
     const Config& config() const { return config_; }
 
     // Start a collective. Arguments are validated by the caller. The returned
@@ -59,21 +64,42 @@ public:
     // Blocking convenience: start + wait + release.
     chorus_result_t run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream = nullptr);
 
+    // For messages: "comm 3 (4 ranks)"; the number is the same on every rank.
+    std::string name() const;
     bool failed() const { return failed_; }
     const std::string& failure() const { return failure_; }
     std::string& last_error() { return last_error_; }
     size_t inflight() const { return ops_.size(); }
 
 private:
-    void fail_op(Operation& op, chorus_result_t code, const std::string& message);
+    // End `op` with an error here and mark the communicator failed; with
+    // `tell`, every peer learns of it at once (a notice).
+    void fail_op(Operation& op, chorus_result_t code, const std::string& message, bool tell = true);
+    // Tell every peer that this rank failed (`code`, `message`).
+    void tell_peers(chorus_result_t code, const std::string& message);
+    // Notices from peers: each fails every operation in flight here.
+    void poll_notices();
+    Operation* take_operation();
+    // An operation begun in place by run_in_order: its number, slot
+    // operation and the steps it has done.
+    struct Resume {
+        uint64_t seq, slot_op;
+        size_t done;
+    };
     Operation* launch(const coll::CollArgs& args, const Plan& plan, const void* sendbuf, void* recvbuf,
-                      void* stream = nullptr);
+                      void* stream = nullptr, const Resume* resume = nullptr);
+    // The communicator's part of a call's arguments.
+    void fill(coll::CollArgs& args) const;
+    // A blocking call without transfers on host buffers, run on this thread
+    // (false: it does not qualify). Returns its result in *rc.
+    bool run_inline(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream, chorus_result_t* rc);
     // CHORUS_CHECK: exchange the call's fingerprint first.
     void check_agreement(const coll::CollArgs& args);
 
     Config config_;
     std::unique_ptr<net::Bootstrap> boot_;  // before the transport: it outlives it
     std::unique_ptr<net::Transport> transport_;
+    int rank_, size_;
     OpBuffers buffers_;
     ScheduleCache plans_;
     Waiter waiter_;
@@ -83,6 +109,8 @@ private:
     // stream of calls allocates nothing.
     std::vector<std::unique_ptr<Operation>> spare_ops_;
     uint64_t next_seq_ = 0;
+    uint64_t next_slot_op_ = 0;
+    uint64_t id_ = 0;  // agreed at creation
     bool failed_ = false;
     std::string failure_;
     std::string last_error_;

@@ -153,6 +153,18 @@ const std::vector<Setting> kSettings = {
     {"CHORUS_TIMEOUT_MS", false,
      [](Config& c, const std::string& n, const std::string& v) { c.timeout_ms = parse_uint(v, n, 0, 1ull << 40); },
      [](const Config& c) { return std::to_string(c.timeout_ms); }},
+    {"CHORUS_HANG_WARN_S", false,
+     [](Config& c, const std::string& n, const std::string& v) { c.hang_warn_s = parse_uint(v, n, 0, 1ull << 30); },
+     [](const Config& c) { return std::to_string(c.hang_warn_s); }},
+    {"CHORUS_INJECT_FAILURE", false,
+     [](Config& c, const std::string& n, const std::string& v) {
+         if (!v.empty() && v != "create" &&
+             (v.compare(0, 6, "start:") != 0 || v.size() == 6 ||
+              v.find_first_not_of("0123456789", 6) != std::string::npos))
+             fail(CHORUS_ERR_CONFIG, n, "='", v, "': expected create or start:N");
+         c.inject = v;
+     },
+     [](const Config& c) { return c.inject.empty() ? std::string("none") : c.inject; }},
     {"CHORUS_ALGO", true, [](Config& c, const std::string&, const std::string& v) { c.algo = parse_algo(v); },
      [](const Config& c) -> std::string {
          std::string out;
@@ -262,6 +274,13 @@ Config Config::from_env() {
 std::string Config::forced_algo(const std::string& collective) const {
     auto it = algo.find(collective);
     return it == algo.end() ? std::string() : it->second;
+}
+
+std::string Config::protocol_settings() const {
+    std::string out;
+    for (const Setting& s : kSettings)
+        if (s.protocol) out += cat(s.name, "=", s.show(*this), "\n");
+    return out;
 }
 
 std::string Config::describe() const {

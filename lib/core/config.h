@@ -25,7 +25,8 @@ struct Config {
     LogLevel log_level = LogLevel::Warn;      // CHORUS_LOG
     size_t chunk_bytes = 256 * 1024;          // CHORUS_CHUNK_BYTES: pipeline chunk
     int window = 16;                          // CHORUS_WINDOW: transfers in flight per operation
-    uint64_t timeout_ms = 300000;             // CHORUS_TIMEOUT_MS: 0 = never time out
+    uint64_t timeout_ms = 0;                  // CHORUS_TIMEOUT_MS: 0 = never time out
+    uint64_t hang_warn_s = 60;                // CHORUS_HANG_WARN_S: warn once after this long idle; 0 = never
     std::map<std::string, std::string> algo;  // CHORUS_ALGO: collective -> algorithm name
     int spin_before_yield = -1;               // CHORUS_SPIN: idle polls before yielding; -1 = auto
     bool peer_errors = false;                 // CHORUS_PEER_ERRORS: UCX's own peer failure detection
@@ -34,6 +35,9 @@ struct Config {
     bool always_stage = false;                // CHORUS_STAGING=always: stage device buffers even if UCX has CUDA
     InterceptPolicy intercept = InterceptPolicy::All;  // CHORUS_MPI_INTERCEPT
     coll::CostParams cost;                             // CHORUS_COST_*
+    // CHORUS_INJECT_FAILURE (tests): "create" fails this rank's creation,
+    // "start:N" the start of its operation number N.
+    std::string inject;
 
     // Parse from the process environment. Throws Error(CHORUS_ERR_CONFIG).
     static Config from_env();
@@ -44,6 +48,8 @@ struct Config {
     std::string forced_algo(const std::string& collective) const;
     // One line with every setting, for CHORUS_LOG=debug.
     std::string describe() const;
+    // The settings that change the protocol, one NAME=value per line.
+    std::string protocol_settings() const;
     // Names of CHORUS_* variables seen in the environment but not known.
     std::vector<std::string> unknown;
 };

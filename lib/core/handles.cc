@@ -1,5 +1,6 @@
 #include "core/handles.h"
 
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 
@@ -23,6 +24,15 @@ Registry& registry() {
     static Registry* r = new Registry;  // never destroyed: usable from atexit paths
     return *r;
 }
+
+// A thread's last lookup, valid while no communicator has been removed since
+// (a steady loop of calls on one communicator takes no lock).
+std::atomic<uint64_t> g_removals{0};
+struct LastLookup {
+    uint64_t id = 0, removals = 0;
+    Communicator* comm = nullptr;
+};
+thread_local LastLookup t_last;
 
 uint64_t id_of(const void* handle) {
     return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
@@ -48,10 +58,15 @@ chorus_comm_t add_comm(std::unique_ptr<Communicator> comm) {
 }
 
 Communicator* find_comm(chorus_comm_t handle) {
+    const uint64_t id = id_of(handle), removals = g_removals.load(std::memory_order_acquire);
+    LastLookup& last = t_last;
+    if (id && last.id == id && last.removals == removals) return last.comm;
     auto& r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
-    auto it = r.comms.find(id_of(handle));
-    return it == r.comms.end() ? nullptr : it->second.get();
+    auto it = r.comms.find(id);
+    Communicator* c = it == r.comms.end() ? nullptr : it->second.get();
+    if (c) last = LastLookup{id, removals, c};
+    return c;
 }
 
 std::unique_ptr<Communicator> remove_comm(chorus_comm_t handle) {
@@ -61,6 +76,7 @@ std::unique_ptr<Communicator> remove_comm(chorus_comm_t handle) {
     if (it == r.comms.end()) return nullptr;
     std::unique_ptr<Communicator> owned = std::move(it->second);
     r.comms.erase(it);
+    g_removals.fetch_add(1, std::memory_order_acq_rel);
     for (auto q = r.requests.begin(); q != r.requests.end();)
         q = q->second.comm_id == id_of(handle) ? r.requests.erase(q) : std::next(q);
     return owned;

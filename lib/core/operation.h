@@ -30,6 +30,7 @@ struct Operation {
     chorus_result_t result = CHORUS_SUCCESS;
     std::string error;
     size_t last_completed = 0;
+    bool warned = false;  // the hang warning was printed
     std::chrono::steady_clock::time_point last_change;
 };
 

@@ -33,7 +33,10 @@ size_t ScheduleCache::KeyHash::operator()(const Key& k) const {
 }
 
 const coll::Algorithm& ScheduleCache::choose(const coll::CollArgs& args) {
-    if (const coll::Algorithm* forced = forced_[static_cast<size_t>(args.coll)]) return *forced;
+    // A forced algorithm that cannot take these arguments (a flat one whose
+    // message does not fit a slot, say) leaves the choice to the selector.
+    if (const coll::Algorithm* forced = forced_[static_cast<size_t>(args.coll)])
+        if (!forced->supports || forced->supports(args)) return *forced;
     bool fresh = false;
     const coll::Choice& c = selector_.choose(args, &fresh);
     if (fresh && log_choices_ && log_level() >= LogLevel::Info) {

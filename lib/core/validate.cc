@@ -14,9 +14,10 @@ using coll::Collective;
 enum class Who { Everyone, Root };      // whose buffer the collective uses
 enum class InPlace { Same, OwnBlock };  // sendbuf == recvbuf, or == recvbuf + rank * count
 
-// Elements of the send and receive buffers on this rank; false (with the
-// quantity that overflows in *what) on overflow.
-using Elements = bool (*)(const Args& in, int rank, int size, size_t* send, size_t* recv, std::string* what);
+// Elements of the send and receive buffers on this rank; false on overflow.
+using Elements = bool (*)(const Args& in, int rank, int size, size_t* send, size_t* recv);
+// What overflowed, for the message (made only then).
+using Overflow = std::string (*)(const Args& in, int size);
 
 struct Rule {
     Form form;
@@ -25,6 +26,7 @@ struct Rule {
     Who send, recv;
     InPlace in_place;
     Elements elements;
+    Overflow overflow;
 };
 
 bool mul(size_t a, size_t b, size_t* out) {
@@ -33,48 +35,57 @@ bool mul(size_t a, size_t b, size_t* out) {
     return true;
 }
 
-bool same_count(const Args& in, int, int, size_t* send, size_t* recv, std::string*) {
+bool same_count(const Args& in, int, int, size_t* send, size_t* recv) {
     *send = *recv = in.count;
     return true;
 }
-
-bool blocks_to_one(const Args& in, int, int size, size_t* send, size_t* recv, std::string* what) {
-    *recv = in.count;
-    *what = cat("recvcount ", in.count, " times ", size, " ranks");
-    return mul(in.count, static_cast<size_t>(size), send);
+std::string count_overflow(const Args& in, int) {
+    return cat("count ", in.count);
 }
 
-bool irregular_blocks(const Args& in, int rank, int size, size_t* send, size_t* recv, std::string* what) {
+bool blocks_to_one(const Args& in, int, int size, size_t* send, size_t* recv) {
+    *recv = in.count;
+    return mul(in.count, static_cast<size_t>(size), send);
+}
+std::string recvcount_overflow(const Args& in, int size) {
+    return cat("recvcount ", in.count, " times ", size, " ranks");
+}
+
+bool irregular_blocks(const Args& in, int rank, int size, size_t* send, size_t* recv) {
     size_t total = 0;
     for (int i = 0; i < size; ++i) {
-        if (in.counts[i] > SIZE_MAX - total) {
-            *what = "the sum of recvcounts";
-            return false;
-        }
+        if (in.counts[i] > SIZE_MAX - total) return false;
         total += in.counts[i];
     }
     *send = total;
     *recv = in.counts[rank];
     return true;
 }
+std::string counts_overflow(const Args&, int) {
+    return "the sum of recvcounts";
+}
 
-bool one_to_blocks(const Args& in, int, int size, size_t* send, size_t* recv, std::string* what) {
+bool one_to_blocks(const Args& in, int, int size, size_t* send, size_t* recv) {
     *send = in.count;
-    *what = cat("sendcount ", in.count, " times ", size, " ranks");
     return mul(in.count, static_cast<size_t>(size), recv);
+}
+std::string sendcount_overflow(const Args& in, int size) {
+    return cat("sendcount ", in.count, " times ", size, " ranks");
 }
 
 constexpr Rule kRules[] = {
     {Form::Allreduce, Collective::Allreduce, true, false, false, Who::Everyone, Who::Everyone, InPlace::Same,
-     same_count},
-    {Form::Broadcast, Collective::Broadcast, false, true, false, Who::Root, Who::Everyone, InPlace::Same, same_count},
-    {Form::Reduce, Collective::Reduce, true, true, false, Who::Everyone, Who::Root, InPlace::Same, same_count},
+     same_count, count_overflow},
+    {Form::Broadcast, Collective::Broadcast, false, true, false, Who::Root, Who::Everyone, InPlace::Same, same_count,
+     count_overflow},
+    {Form::Reduce, Collective::Reduce, true, true, false, Who::Everyone, Who::Root, InPlace::Same, same_count,
+     count_overflow},
     {Form::ReduceScatter, Collective::ReduceScatter, true, false, false, Who::Everyone, Who::Everyone, InPlace::Same,
-     blocks_to_one},
+     blocks_to_one, recvcount_overflow},
     {Form::ReduceScatterV, Collective::ReduceScatter, true, false, true, Who::Everyone, Who::Everyone, InPlace::Same,
-     irregular_blocks},
+     irregular_blocks, counts_overflow},
     {Form::Allgather, Collective::Allgather, false, false, false, Who::Everyone, Who::Everyone, InPlace::OwnBlock,
-     one_to_blocks},
+     one_to_blocks, sendcount_overflow},
 };
 
 const Rule& rule_of(Form form) {
@@ -121,11 +132,10 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
     if (rule.irregular && !in.counts) return invalid(c, cat(fn, ": recvcounts is NULL"));
 
     size_t send_elems = 0, recv_elems = 0, send_bytes = 0, recv_bytes = 0;
-    std::string what = cat("count ", in.count);
     const size_t esize = datatype_size(dt);
-    if (!rule.elements(in, rank, size, &send_elems, &recv_elems, &what) || !mul(send_elems, esize, &send_bytes) ||
+    if (!rule.elements(in, rank, size, &send_elems, &recv_elems) || !mul(send_elems, esize, &send_bytes) ||
         !mul(recv_elems, esize, &recv_bytes))
-        return invalid(c, cat(fn, ": ", what, " overflows the byte size"));
+        return invalid(c, cat(fn, ": ", rule.overflow(in, size), " overflows the byte size"));
 
     const bool is_root = rule.has_root && rank == in.root;
     const bool uses_send = rule.send == Who::Everyone || is_root;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/log.h"
 
 namespace chorus {
 
@@ -45,7 +46,7 @@ void Watchdog::moved(std::vector<std::unique_ptr<Operation>>& ops) {
     for (auto& op : ops) op->last_change = {};
 }
 
-void Watchdog::check(std::vector<std::unique_ptr<Operation>>& ops, net::Transport& transport,
+void Watchdog::check(std::vector<std::unique_ptr<Operation>>& ops, net::Transport& transport, const std::string& where,
                      const std::function<void(Operation&, const std::string&)>& timed_out) {
     auto now = std::chrono::steady_clock::now();
     for (auto& op : ops)
@@ -58,11 +59,21 @@ void Watchdog::check(std::vector<std::unique_ptr<Operation>>& ops, net::Transpor
             stalled = stalled || (!op->finished && now - op->last_change > std::chrono::milliseconds(250));
         if (stalled) transport.check_peers();
     }
-    if (timeout_ms_ == 0) return;
     for (auto& op : ops) {
         if (op->finished) continue;
         auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - op->last_change).count();
-        if (static_cast<uint64_t>(idle) >= timeout_ms_)
+        if (warn_s_ && !op->warned && static_cast<uint64_t>(idle) >= warn_s_ * 1000) {
+            op->warned = true;
+            std::vector<int> peers = op->executor->waiting_peers();
+            std::string who;
+            for (int p : peers) who += cat(who.empty() ? "" : ",", p);
+            log(LogLevel::Warn, transport.rank(), coll::collective_name(op->args.coll), " #", op->seq, " on ", where,
+                " has made no progress for ", idle / 1000, " s; it waits for ",
+                peers.empty() ? std::string("local work") : cat(peers.size() == 1 ? "rank " : "ranks ", who), " (",
+                op->executor->pending_summary(), "). Still waiting (CHORUS_HANG_WARN_S=", warn_s_,
+                timeout_ms_ ? cat(", CHORUS_TIMEOUT_MS=", timeout_ms_) : std::string(", no CHORUS_TIMEOUT_MS"), ").");
+        }
+        if (timeout_ms_ && static_cast<uint64_t>(idle) >= timeout_ms_)
             timed_out(*op, cat("no progress for ", idle, " ms (CHORUS_TIMEOUT_MS=", timeout_ms_,
                                "); pending: ", op->executor->pending_summary()));
     }

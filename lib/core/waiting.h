@@ -30,6 +30,9 @@ public:
     void pause(unsigned idle) const;
     // Whether the last pass moved (a waiting loop restarts its count).
     bool just_moved() const { return idle_polls_ == 0; }
+    // How long a call run in place may spin for a peer before it waits as
+    // an operation (it then yields as the spin policy says).
+    unsigned inline_polls() const { return spin_ < 4096 ? spin_ : 4096; }
 
 private:
     unsigned idle_polls_ = 0;
@@ -38,17 +41,21 @@ private:
 
 // Idle checks over the operations in flight: stamps when each became idle,
 // asks the transport to look for dead peers after a quarter second without
-// progress, and reports operations idle for longer than the timeout.
+// progress, warns once about an operation idle for CHORUS_HANG_WARN_S (and
+// keeps waiting: a slow peer is not a dead one), and reports operations idle
+// for longer than CHORUS_TIMEOUT_MS, if set.
 class Watchdog {
 public:
-    explicit Watchdog(uint64_t timeout_ms) : timeout_ms_(timeout_ms) {}
+    explicit Watchdog(const Config& config) : timeout_ms_(config.timeout_ms), warn_s_(config.hang_warn_s) {}
     // A moved operation's idle time restarts at the next check.
     static void moved(std::vector<std::unique_ptr<Operation>>& ops);
-    void check(std::vector<std::unique_ptr<Operation>>& ops, net::Transport& transport,
+    // `where`: the communicator, for messages ("comm 3 (4 ranks)").
+    void check(std::vector<std::unique_ptr<Operation>>& ops, net::Transport& transport, const std::string& where,
                const std::function<void(Operation&, const std::string&)>& timed_out);
 
 private:
     uint64_t timeout_ms_;
+    uint64_t warn_s_;
     std::chrono::steady_clock::time_point last_peer_check_;
 };
 

@@ -6,8 +6,8 @@
 #include <atomic>
 #include <string>
 
-#include "cuda/cuda_runtime_api.h"
 #include "base/error.h"
+#include "cuda/cuda_runtime_api.h"
 
 namespace chorus {
 namespace gpu {
@@ -210,6 +210,25 @@ void* alloc_device(size_t bytes) {
 void free_device(void* p) noexcept {
     if (p == nullptr) return;
     if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+}
+
+void register_host(void* p, size_t bytes) {
+    require("cudaHostRegister");
+    if (!p || bytes == 0) return;
+    const cudaError_t err = cudaHostRegister(p, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
+    if (err == cudaErrorHostMemoryAlreadyRegistered) {
+        (void)cudaGetLastError();
+        return;
+    }
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        fail(CHORUS_ERR_CUDA, "cudaHostRegister(", bytes, " bytes): ", cudaGetErrorString(err), " (CUDA error ",
+             static_cast<int>(err), ")");
+    }
+}
+
+void unregister_host(void* p) noexcept {
+    if (p && cudaHostUnregister(p) != cudaSuccess) (void)cudaGetLastError();
 }
 
 void* alloc_pinned(size_t bytes) {

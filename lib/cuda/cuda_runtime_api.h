@@ -70,6 +70,11 @@ void* alloc_device(size_t bytes);
 void free_device(void* p) noexcept;
 void* alloc_pinned(size_t bytes);
 void free_pinned(void* p) noexcept;
+// Page-lock `bytes` of host memory at `p` (shared memory, say) so that
+// device copies and kernels may use it directly; the same range again is no
+// error. unregister_host undoes it (never throws).
+void register_host(void* p, size_t bytes);
+void unregister_host(void* p) noexcept;
 // Managed (unified) memory, attached globally: any stream and the host may
 // touch it. For tests and tools; Chorus itself never allocates it.
 void* alloc_managed(size_t bytes);

@@ -2,8 +2,8 @@
 // pointer is host memory, and everything else fails with CHORUS_ERR_CUDA.
 #include <string>
 
-#include "cuda/cuda_runtime_api.h"
 #include "base/error.h"
+#include "cuda/cuda_runtime_api.h"
 
 namespace chorus {
 namespace gpu {
@@ -63,6 +63,12 @@ void* alloc_device(size_t) {
 }
 
 void free_device(void*) noexcept {}
+
+void register_host(void*, size_t) {
+    no_cuda("register_host");
+}
+
+void unregister_host(void*) noexcept {}
 
 void* alloc_pinned(size_t) {
     no_cuda("alloc_pinned");

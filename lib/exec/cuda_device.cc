@@ -3,8 +3,8 @@
 #include <deque>
 #include <vector>
 
-#include "exec/device.h"
 #include "base/error.h"
+#include "exec/device.h"
 
 namespace chorus {
 namespace {
@@ -13,6 +13,7 @@ class CudaDevice final : public Device {
 public:
     ~CudaDevice() override {
         drain();
+        forget_host();
         for (auto& p : pending_) gpu::destroy_event(p.event);
         for (void* e : spare_) gpu::destroy_event(e);
         if (wait_event_) gpu::destroy_event(wait_event_);
@@ -22,8 +23,7 @@ public:
     MemKind kind(const void* p) override { return gpu::memory_kind(p); }
 
     void copy(void* dst, const void* src, size_t bytes) override { gpu::copy_async(dst, src, bytes, stream()); }
-    void reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b,
-                size_t count) override {
+    void reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count) override {
         gpu::reduce_async(dt, op, dst, a, b, count, stream());
     }
     void divide(chorus_datatype_t dt, void* dst, size_t count, int divisor) override {
@@ -79,6 +79,17 @@ public:
 
     void* alloc_device(size_t bytes) override { return gpu::alloc_device(bytes); }
     void free_device(void* p) noexcept override { gpu::free_device(p); }
+    void register_host(void* p, size_t bytes) override {
+        for (void* q : registered_)
+            if (q == p) return;
+        stream();  // fails cleanly without a usable GPU
+        gpu::register_host(p, bytes);
+        registered_.push_back(p);
+    }
+    void forget_host() noexcept override {
+        for (void* p : registered_) gpu::unregister_host(p);
+        registered_.clear();
+    }
     void* alloc_pinned(size_t bytes) override { return gpu::alloc_pinned(bytes); }
     void free_pinned(void* p) noexcept override { gpu::free_pinned(p); }
 
@@ -102,11 +113,14 @@ private:
     void* wait_event_ = nullptr;
     std::deque<Pending> pending_;
     std::vector<void*> spare_;
+    std::vector<void*> registered_;
     uint64_t last_mark_ = 0, finished_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Device> make_cuda_device() { return std::make_unique<CudaDevice>(); }
+std::unique_ptr<Device> make_cuda_device() {
+    return std::make_unique<CudaDevice>();
+}
 
 }  // namespace chorus

@@ -21,7 +21,9 @@ using gpu::MemKind;
 
 // Memory the CPU reads and writes at full speed (and UCX without CUDA can
 // send from): everything but device and managed memory.
-inline bool host_side(MemKind k) { return k == MemKind::Host || k == MemKind::PinnedHost; }
+inline bool host_side(MemKind k) {
+    return k == MemKind::Host || k == MemKind::PinnedHost;
+}
 
 class Device {
 public:
@@ -50,6 +52,12 @@ public:
 
     virtual void* alloc_device(size_t bytes) = 0;
     virtual void free_device(void* p) noexcept = 0;
+    // Make host memory (the publish slots) usable by device copies and
+    // kernels, for as long as the device lives; again for the same range is
+    // nothing.
+    virtual void register_host(void* p, size_t bytes) = 0;
+    // Undo every register_host (before that memory goes away). Never throws.
+    virtual void forget_host() noexcept = 0;
     virtual void* alloc_pinned(size_t bytes) = 0;
     virtual void free_pinned(void* p) noexcept = 0;
 };

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <functional>
 
-#include "reduce/host_reducer.h"
 #include "base/error.h"
+#include "reduce/host_reducer.h"
 
 namespace chorus {
 
@@ -19,6 +19,8 @@ const char* kind_name(StepKind k) {
         case StepKind::Reduce: return "reduce";
         case StepKind::Copy: return "copy";
         case StepKind::Divide: return "divide";
+        case StepKind::Publish: return "publish";
+        case StepKind::Await: return "await";
     }
     return "?";
 }
@@ -34,13 +36,13 @@ StepId heap_pop(std::vector<StepId>& h) {
 }
 }  // namespace
 
-Executor::Executor(const Schedule& schedule, net::Transport& transport, Buffers buffers, uint64_t seq,
-                   int window, DeviceUse device)
+Executor::Executor(const Schedule& schedule, net::Transport& transport, Buffers buffers, uint64_t seq, int window,
+                   DeviceUse device, size_t done)
     : sched_(&schedule), transport_(transport), window_(window) {
-    reset(schedule, buffers, seq, device);
+    reset(schedule, buffers, seq, device, done);
 }
 
-void Executor::reset(const Schedule& schedule, Buffers buffers, uint64_t seq, DeviceUse device) {
+void Executor::reset(const Schedule& schedule, Buffers buffers, uint64_t seq, DeviceUse device, size_t done) {
     abort();
     sched_ = &schedule;
     buffers_ = buffers;
@@ -48,27 +50,47 @@ void Executor::reset(const Schedule& schedule, Buffers buffers, uint64_t seq, De
     dev_ = device;
     completed_ = 0;
     finished_ = false;
+    slots_released_ = false;
     final_mark_ = 0;
     ready_send_.clear();
     ready_recv_.clear();
     ready_local_.clear();
+    awaiting_.clear();
+    publishing_ = kNoStep;
     final_copies_.clear();
     if (!sched_->finalized()) fail(CHORUS_ERR_INTERNAL, "executor: schedule was not finalized");
-    if ((dev_.on_device || dev_.gate) && !dev_.device) fail(CHORUS_ERR_INTERNAL, "executor: device work without a device");
+    if ((dev_.on_device || dev_.gate) && !dev_.device)
+        fail(CHORUS_ERR_INTERNAL, "executor: device work without a device");
     if (dev_.on_device && !dev_.direct && !dev_.staging)
         fail(CHORUS_ERR_INTERNAL, "executor: device buffers without staging buffers");
+    if (sched_->uses_slots() && sched_->slot_bytes() > transport_.slot_bytes())
+        fail(CHORUS_ERR_INTERNAL, "executor: a schedule that publishes ", sched_->slot_bytes(),
+             " bytes on a transport whose slots hold ", transport_.slot_bytes());
+    if (sched_->uses_slots() && dev_.on_device) {
+        // Device kernels and copies read and write the slots directly.
+        void* base = nullptr;
+        size_t bytes = 0;
+        transport_.slot_memory(&base, &bytes);
+        dev_.device->register_host(base, bytes);
+    }
     const auto& steps = sched_->steps();
     remaining_.resize(steps.size());
+    completed_ = done;
     for (StepId s = 0; s < steps.size(); ++s) {
         remaining_[s] = sched_->ndeps(s);
-        if (remaining_[s] == 0) make_ready(s);
+        if (done)
+            for (uint32_t i = 0; i < sched_->ndeps(s); ++i) remaining_[s] -= sched_->deps_of(s)[i] < done;
+        if (s >= done && remaining_[s] == 0) make_ready(s);
     }
 }
 
-Executor::~Executor() { abort(); }
+Executor::~Executor() {
+    abort();
+}
 
 void Executor::abort() {
     for (auto& f : inflight_) transport_.cancel(f.handle);
+    if (!inflight_.empty()) transport_.wait_cancelled();
     // Nothing queued on the device may still write into buffers that go
     // back to their pools.
     if ((dev_.on_device && !finished_) || queued_head_ < queued_.size()) dev_.device->drain();
@@ -89,6 +111,7 @@ char* Executor::resolve(Region r) const {
         case Buf::Send: return const_cast<char*>(static_cast<const char*>(buffers_.send)) + r.offset;
         case Buf::Recv: return static_cast<char*>(buffers_.recv) + r.offset;
         case Buf::Scratch: return static_cast<char*>(buffers_.scratch) + r.offset;
+        case Buf::Slot: return transport_.slot(r.peer, buffers_.slot_op) + r.offset;
     }
     return nullptr;
 }
@@ -97,6 +120,8 @@ void Executor::make_ready(StepId s) {
     switch (sched_->steps()[s].kind) {
         case StepKind::Send: heap_push(ready_send_, s); break;
         case StepKind::Recv: heap_push(ready_recv_, s); break;
+        case StepKind::Await: awaiting_.push_back(s); break;
+        case StepKind::Publish: publishing_ = s; break;
         default: ready_local_.push_back(s); break;
     }
 }
@@ -116,19 +141,25 @@ void Executor::run_local(StepId s) {
     char* dst = resolve(st.dst);
     switch (st.kind) {
         case StepKind::Reduce:
-            if (dev) dev_.device->reduce(sched_->dtype(), sched_->op(), dst, resolve(st.src), resolve(st.src2), st.count);
-            else host_reduce(sched_->dtype(), sched_->op(), dst, resolve(st.src), resolve(st.src2), st.count);
+            if (dev)
+                dev_.device->reduce(sched_->dtype(), sched_->op(), dst, resolve(st.src), resolve(st.src2), st.count);
+            else
+                host_reduce(sched_->dtype(), sched_->op(), dst, resolve(st.src), resolve(st.src2), st.count);
             break;
         case StepKind::Copy: {
             char* src = resolve(st.src);
             if (dst == src) break;
-            if (dev) dev_.device->copy(dst, src, st.bytes);
-            else std::memcpy(dst, src, st.bytes);
+            if (dev)
+                dev_.device->copy(dst, src, st.bytes);
+            else
+                std::memcpy(dst, src, st.bytes);
             break;
         }
         case StepKind::Divide:
-            if (dev) dev_.device->divide(sched_->dtype(), dst, st.count, sched_->divisor());
-            else host_divide(sched_->dtype(), dst, st.count, sched_->divisor());
+            if (dev)
+                dev_.device->divide(sched_->dtype(), dst, st.count, sched_->divisor());
+            else
+                host_divide(sched_->dtype(), dst, st.count, sched_->divisor());
             break;
         default: fail(CHORUS_ERR_INTERNAL, "executor: step ", s, " is not local");
     }
@@ -158,6 +189,42 @@ void Executor::drain_local() {
     ready_local_.clear();
     uint64_t m = dev_.device->mark();
     for (size_t i = first; i < queued_.size(); ++i) queued_[i].mark = m;
+}
+
+void Executor::publish(StepId s) {
+    const Step& st = sched_->steps()[s];
+    char* dst = resolve(st.dst);
+    if (dev_.on_device && st.bytes) {
+        // Published once the device has copied it in.
+        dev_.device->copy(dst, resolve(st.src), st.bytes);
+        queued_.push_back({s, dev_.device->mark(), Phase::Published, nullptr});
+        return;
+    }
+    if (st.bytes) std::memcpy(dst, resolve(st.src), st.bytes);
+    transport_.publish(buffers_.slot_op);
+    finish(s);
+}
+
+bool Executor::poll_slots() {
+    bool moved = false;
+    if (publishing_ != kNoStep && transport_.slot_free(buffers_.slot_op)) {
+        StepId s = publishing_;
+        publishing_ = kNoStep;
+        publish(s);
+        moved = true;
+    }
+    for (size_t i = 0; i < awaiting_.size();) {
+        StepId s = awaiting_[i];
+        if (!transport_.published(sched_->steps()[s].peer, buffers_.slot_op)) {
+            ++i;
+            continue;
+        }
+        awaiting_[i] = awaiting_.back();
+        awaiting_.pop_back();
+        finish(s);
+        moved = true;
+    }
+    return moved;
 }
 
 void Executor::rethrow_with_context(StepId s, const Error& e) const {
@@ -196,11 +263,13 @@ void Executor::post(StepId s) {
             return;
         }
         ++recvs_inflight_;
-        net::Handle h = transport_.recv(st.peer, net::make_tag(st.peer, seq_, st.tag), staged ? slot : resolve(st.dst),
-                                        st.bytes);
+        net::Handle h =
+            transport_.recv(st.peer, net::make_tag(st.peer, seq_, st.tag), staged ? slot : resolve(st.dst), st.bytes);
         InFlight f{s, h, slot};
-        if (h) inflight_.push_back(f);
-        else transfer_done(f);
+        if (h)
+            inflight_.push_back(f);
+        else
+            transfer_done(f);
     } catch (const Error& e) {
         // The failing call took no ownership of the staging buffer.
         bool held = false;
@@ -235,6 +304,10 @@ void Executor::queued_done(const Queued& q) {
         case Phase::StagedOut: post_send(q.step, q.slot, q.slot); break;
         case Phase::StagedIn:
             release_slot(q.slot);
+            finish(q.step);
+            break;
+        case Phase::Published:
+            transport_.publish(buffers_.slot_op);
             finish(q.step);
             break;
     }
@@ -291,7 +364,7 @@ bool Executor::progress() {
     // before sends so that data arriving finds its buffer waiting.
     for (;;) {
         drain_local();
-        bool posted = false;
+        bool posted = (publishing_ != kNoStep || !awaiting_.empty()) && poll_slots();
         while (!ready_recv_.empty() && may_post(ready_recv_.front(), StepKind::Recv, recvs_inflight_)) {
             post(heap_pop(ready_recv_));
             posted = true;
@@ -303,6 +376,11 @@ bool Executor::progress() {
         if (!posted && ready_local_.empty()) break;
     }
     if (completed_ < sched_->steps().size()) return false;
+    // Every read of the slots is done: they may be reused.
+    if (sched_->uses_slots() && !slots_released_) {
+        slots_released_ = true;
+        transport_.slot_done(buffers_.slot_op);
+    }
     if (final_copies_.empty()) {
         finished_ = true;
         return true;
@@ -330,6 +408,15 @@ bool Executor::may_post(StepId s, StepKind kind, int inflight) const {
     return true;
 }
 
+std::vector<int> Executor::waiting_peers() const {
+    std::vector<int> peers;
+    for (const auto& f : inflight_) peers.push_back(sched_->steps()[f.step].peer);
+    for (StepId s : awaiting_) peers.push_back(sched_->steps()[s].peer);
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    return peers;
+}
+
 std::string Executor::pending_summary() const {
     std::string out;
     int shown = 0;
@@ -346,6 +433,8 @@ std::string Executor::pending_summary() const {
         (queued_[i].phase == Phase::Local ? device_steps : staging)++;
     if (staging) out += cat(out.empty() ? "" : ", ", staging, " transfers being staged");
     if (device_steps) out += cat(out.empty() ? "" : ", ", device_steps, " steps queued on the device");
+    for (StepId s : awaiting_) out += cat(out.empty() ? "" : ", ", "await rank ", sched_->steps()[s].peer, "'s slot");
+    if (publishing_ != kNoStep) out += cat(out.empty() ? "" : ", ", "publish (its slot is still being read)");
     if (dev_.gate) out += cat(out.empty() ? "" : ", ", "waiting for the caller's stream");
     if (out.empty()) out = "no transfer in flight";
     return cat(out, "; ", completed_, " of ", sched_->steps().size(), " steps done");

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "exec/device.h"
-#include "net/transport.h"
 #include "exec/schedule.h"
 #include "exec/scratch_pool.h"
+#include "net/transport.h"
 
 namespace chorus {
 
@@ -29,25 +29,28 @@ struct Buffers {
     const void* send = nullptr;
     void* recv = nullptr;
     void* scratch = nullptr;
+    uint64_t slot_op = 0;  // the slot operation number, if the schedule uses slots
 };
 
 // Where an operation's work runs. Without `on_device`, everything runs on
 // the CPU and `device` is used only for the gate.
 struct DeviceUse {
     Device* device = nullptr;
-    bool on_device = false;        // the three buffers are device-side
-    bool direct = false;           // the transport takes device memory itself
+    bool on_device = false;          // the three buffers are device-side
+    bool direct = false;             // the transport takes device memory itself
     ScratchPool* staging = nullptr;  // pinned buffers otherwise
-    uint64_t gate = 0;             // no step starts before this mark is done (0: none)
+    uint64_t gate = 0;               // no step starts before this mark is done (0: none)
 };
 
 class Executor {
 public:
+    // With `done`, the first `done` steps (in step order) have run already
+    // (run_in_order began the schedule).
     Executor(const Schedule& schedule, net::Transport& transport, Buffers buffers, uint64_t seq, int window,
-             DeviceUse device = {});
+             DeviceUse device = {}, size_t done = 0);
     // Run another schedule with this executor, whose previous one has
     // finished or been aborted (keeps the memory of its bookkeeping).
-    void reset(const Schedule& schedule, Buffers buffers, uint64_t seq, DeviceUse device = {});
+    void reset(const Schedule& schedule, Buffers buffers, uint64_t seq, DeviceUse device = {}, size_t done = 0);
     ~Executor();
     Executor(const Executor&) = delete;
     Executor& operator=(const Executor&) = delete;
@@ -64,6 +67,8 @@ public:
     void abort();
     // Transfers still pending, for timeout messages: "recv from 3 (step 7)".
     std::string pending_summary() const;
+    // The distinct peers of the transfers in flight, in rank order.
+    std::vector<int> waiting_peers() const;
     // Number of steps completed so far (progress indicator for timeouts).
     size_t completed() const { return completed_; }
 
@@ -76,7 +81,7 @@ private:
     // Device work a step waits for: a local step itself, a send's copy into
     // its staging buffer (then it goes on the wire), or a receive's copy out
     // of its staging buffer (then it is done).
-    enum class Phase : uint8_t { Local, StagedOut, StagedIn };
+    enum class Phase : uint8_t { Local, StagedOut, StagedIn, Published };
     struct Queued {
         StepId step;
         uint64_t mark;
@@ -96,6 +101,9 @@ private:
     void transfer_done(const InFlight& f);
     void queued_done(const Queued& q);
     void drain_local();
+    // Publish and await steps (the publish slots); true if one completed.
+    bool poll_slots();
+    void publish(StepId s);
     void release_slot(void* slot);
     bool may_post(StepId s, StepKind kind, int inflight) const;
     char* resolve(Region r) const;
@@ -109,11 +117,15 @@ private:
     DeviceUse dev_;
     size_t completed_ = 0;
     bool finished_ = false;
+    bool slots_released_ = false;
     uint64_t final_mark_ = 0;
     std::vector<uint32_t> remaining_;
     // Ready transfers, kept as min-heaps on the step id (build order).
     std::vector<StepId> ready_send_, ready_recv_;
     std::vector<StepId> ready_local_;
+    std::vector<StepId> awaiting_;  // await steps whose peer has not published yet
+    StepId publishing_ = kNoStep;   // a publish waiting for its slot to be free
+    static constexpr StepId kNoStep = ~StepId(0);
     std::vector<InFlight> inflight_;
     std::vector<Queued> queued_;  // in mark order
     size_t queued_head_ = 0;

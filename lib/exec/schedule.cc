@@ -28,6 +28,7 @@ static void check_transfer(int peer, int size, uint32_t tag, size_t bytes) {
 
 StepId Schedule::send(int peer, uint32_t tag, Region src, size_t bytes, Deps deps) {
     check_transfer(peer, size_, tag, bytes);
+    has_transfers_ = true;
     Step s{StepKind::Send};
     s.peer = peer;
     s.tag = tag;
@@ -38,6 +39,7 @@ StepId Schedule::send(int peer, uint32_t tag, Region src, size_t bytes, Deps dep
 
 StepId Schedule::recv(int peer, uint32_t tag, Region dst, size_t bytes, Deps deps) {
     check_transfer(peer, size_, tag, bytes);
+    has_transfers_ = true;
     Step s{StepKind::Recv};
     s.peer = peer;
     s.tag = tag;
@@ -68,6 +70,25 @@ StepId Schedule::divide(Region dst, size_t count, int divisor, Deps deps) {
     s.dst = dst;
     s.count = count;
     divisor_ = divisor;
+    return add(s, deps);
+}
+
+StepId Schedule::publish(Region src, size_t bytes, size_t offset, Deps deps) {
+    if (published_) fail(CHORUS_ERR_INTERNAL, "schedule: a second publish");
+    published_ = uses_slots_ = true;
+    slot_bytes_ = offset + bytes;
+    Step s{StepKind::Publish};
+    s.src = src;
+    s.dst = Region::slot(rank_, offset);
+    s.bytes = bytes;
+    return add(s, deps);
+}
+
+StepId Schedule::await(int peer, Deps deps) {
+    if (peer < 0 || peer >= size_) fail(CHORUS_ERR_INTERNAL, "schedule: await of rank ", peer);
+    uses_slots_ = true;
+    Step s{StepKind::Await};
+    s.peer = peer;
     return add(s, deps);
 }
 
@@ -113,17 +134,24 @@ size_t Schedule::num_transfers() const {
 }
 
 std::string Schedule::dump() const {
-    static const char* kinds[] = {"send", "recv", "reduce", "copy", "divide"};
-    static const char* bufs[] = {"send", "recv", "scratch"};
+    static const char* kinds[] = {"send", "recv", "reduce", "copy", "divide", "publish", "await"};
+    static const char* bufs[] = {"send", "recv", "scratch", "slot"};
+    auto reg = [](const Region& r) {
+        return r.buf == Buf::Slot ? cat("slot[", r.peer, "]+", r.offset)
+                                  : cat(bufs[static_cast<int>(r.buf)], "+", r.offset);
+    };
     std::string out;
     for (StepId s = 0; s < steps_.size(); ++s) {
         const Step& st = steps_[s];
         out += cat(s, ": ", kinds[static_cast<int>(st.kind)]);
         if (st.peer >= 0) out += cat(" peer=", st.peer, " tag=", st.tag);
-        if (st.kind != StepKind::Recv && st.kind != StepKind::Divide)
-            out += cat(" src=", bufs[static_cast<int>(st.src.buf)], "+", st.src.offset);
-        if (st.kind == StepKind::Reduce) out += cat(" src2=", bufs[static_cast<int>(st.src2.buf)], "+", st.src2.offset);
-        if (st.kind != StepKind::Send) out += cat(" dst=", bufs[static_cast<int>(st.dst.buf)], "+", st.dst.offset);
+        if (st.kind == StepKind::Await) {
+            out += "\n";
+            continue;
+        }
+        if (st.kind != StepKind::Recv && st.kind != StepKind::Divide) out += cat(" src=", reg(st.src));
+        if (st.kind == StepKind::Reduce) out += cat(" src2=", reg(st.src2));
+        if (st.kind != StepKind::Send) out += cat(" dst=", reg(st.dst));
         out += st.count ? cat(" count=", st.count) : cat(" bytes=", st.bytes);
         if (ndeps(s)) {
             out += " after";

@@ -14,25 +14,37 @@
 #include <string>
 #include <vector>
 
-#include "chorus.h"
 #include "base/error.h"
+#include "chorus.h"
 
 namespace chorus {
 
-enum class Buf : uint8_t { Send, Recv, Scratch };
+// The user's send and receive buffers, scratch, and the publish slots of the
+// communicator's ranks (Slot: rank `peer`'s slot for this operation, in
+// shared memory; see Transport's publish slots).
+enum class Buf : uint8_t { Send, Recv, Scratch, Slot };
 
-// A byte offset into one of the three buffers.
+// A byte offset into one of the buffers.
 struct Region {
+    Region(Buf b = Buf::Send, size_t off = 0) : buf(b), offset(off) {}  // NOLINT: {buf, offset} on purpose
+    static Region slot(int peer, size_t off) {
+        Region r(Buf::Slot, off);
+        r.peer = peer;
+        return r;
+    }
     Buf buf;
+    int32_t peer = -1;  // Slot only
     size_t offset;
 };
 
 enum class StepKind : uint8_t {
-    Send,    // send `bytes` from `src` to `peer`
-    Recv,    // receive `bytes` from `peer` into `dst`
-    Reduce,  // dst = src op src2, `count` elements (dst may alias src or src2 exactly)
-    Copy,    // dst = src, `bytes`
-    Divide   // dst = dst / divisor, `count` elements (finishes AVG)
+    Send,     // send `bytes` from `src` to `peer`
+    Recv,     // receive `bytes` from `peer` into `dst`
+    Reduce,   // dst = src op src2, `count` elements (dst may alias src or src2 exactly)
+    Copy,     // dst = src, `bytes`
+    Divide,   // dst = dst / divisor, `count` elements (finishes AVG)
+    Publish,  // copy `bytes` from `src` into this rank's slot at dst.offset, then mark it published
+    Await     // `peer`'s slot holds its contribution to this operation
 };
 
 using StepId = uint32_t;
@@ -68,13 +80,13 @@ constexpr uint32_t kMaxStepTag = (1u << kStepTagBits) - 1;
 
 struct Step {
     StepKind kind;
-    int peer = -1;      // Send, Recv
-    uint32_t tag = 0;   // Send, Recv: the algorithm's tag for this message
+    int peer = -1;     // Send, Recv
+    uint32_t tag = 0;  // Send, Recv: the algorithm's tag for this message
     Region src{Buf::Send, 0};
     Region src2{Buf::Send, 0};
     Region dst{Buf::Recv, 0};
-    size_t bytes = 0;   // Send, Recv, Copy
-    size_t count = 0;   // Reduce, Divide (elements)
+    size_t bytes = 0;                     // Send, Recv, Copy
+    size_t count = 0;                     // Reduce, Divide (elements)
     uint32_t dep_begin = 0, dep_end = 0;  // into Schedule::deps
 };
 
@@ -90,6 +102,11 @@ public:
     StepId reduce(Region dst, Region a, Region b, size_t count, Deps deps = {});
     StepId copy(Region dst, Region src, size_t bytes, Deps deps = {});
     StepId divide(Region dst, size_t count, int divisor, Deps deps = {});
+    // The publish slots (at most one publish per schedule, of at most the
+    // slot's room; bytes may be 0): put `bytes` of `src` at `offset` in this
+    // rank's slot and mark it published; wait until `peer`'s is.
+    StepId publish(Region src, size_t bytes, size_t offset, Deps deps = {});
+    StepId await(int peer, Deps deps = {});
     // Add a dependency after the fact (e.g. a scratch slot's next user).
     void add_dep(StepId step, StepId dep);
     // Every step added so far (for a final step that must come after all).
@@ -114,6 +131,12 @@ public:
     int size() const { return size_; }
     int divisor() const { return divisor_; }
     size_t scratch_bytes() const { return scratch_bytes_; }
+    // Whether the schedule reads or writes publish slots (it is then one
+    // slot operation) and how much of a slot it writes.
+    bool uses_slots() const { return uses_slots_; }
+    // Whether any step is a send or a receive.
+    bool has_transfers() const { return has_transfers_; }
+    size_t slot_bytes() const { return slot_bytes_; }
     size_t num_transfers() const;
     // Multi-line listing of the steps, for debugging and tests.
     std::string dump() const;
@@ -126,6 +149,10 @@ private:
     int rank_, size_;
     int divisor_ = 1;
     size_t scratch_bytes_ = 0;
+    bool uses_slots_ = false;
+    bool has_transfers_ = false;
+    size_t slot_bytes_ = 0;
+    bool published_ = false;
     std::vector<Step> steps_;
     std::vector<uint32_t> deps_;
     // Steps added with add_dep after their creation, merged by finalize().

@@ -1,10 +1,9 @@
 // One Chorus communicator per MPI communicator, created on the first call
-// that Chorus runs on it and cached in an attribute. MPI_Comm_free deletes
-// the attribute, whose callback destroys the Chorus communicator (every rank
-// frees the communicator, so the collective destroy is matched). Whatever is
-// left at MPI_Finalize is destroyed in creation order: ranks that share two
-// communicators created them in the same order (MPI forbids collectives
-// that would deadlock otherwise), so that order is the same on all of them.
+// that Chorus runs on it (collective: every rank makes that call) and cached
+// in an attribute. MPI_Comm_free deletes the attribute, whose callback
+// destroys the Chorus communicator; destroying one is local, so ranks may
+// free their communicators in any order, as MPI allows. Whatever is left at
+// MPI_Finalize is destroyed then.
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -90,19 +89,12 @@ Entry* create_entry(MPI_Comm comm) {
             rc = chorus_comm_create(comm, &cc);
             if (rc != CHORUS_SUCCESS) message = chorus_comm_last_error(nullptr);
         }
-        // Agree, so that either every rank runs its calls through Chorus or
-        // every rank raises the error.
-        int ok = rc == CHORUS_SUCCESS, all_ok = 0;
-        if (PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) all_ok = 0;
-        if (all_ok) {
+        // Creation is all or nothing: it failed on every rank or on none.
+        if (rc == CHORUS_SUCCESS) {
             e->target.cc = cc;
-        } else if (rc != CHORUS_SUCCESS) {
+        } else {
             e->failure_result = rc;
             e->failure = "creating its Chorus communicator failed: " + message;
-        } else {
-            // Destroying it would wait for the ranks that have none: leave it.
-            e->failure_result = CHORUS_ERR_PEER_FAILED;
-            e->failure = "another rank failed to create its Chorus communicator (see that rank's message)";
         }
     }
     PMPI_Comm_set_attr(comm, r.keyval, e);

@@ -56,8 +56,8 @@ void count_passed(Fn fn);
 // code, for when the handler returns.
 int raise_error(MPI_Comm comm, chorus_result_t result, const std::string& message);
 
-// Destroy every Chorus communicator (in creation order, the same on every
-// rank), print the statistics, and pass every later call through. Runs once.
+// Destroy every Chorus communicator (locally: no rank waits for another),
+// print the statistics, and pass every later call through. Runs once.
 void teardown();
 bool torn_down();
 
@@ -78,7 +78,7 @@ Gate chorus_comm_of(Fn fn, MPI_Comm comm, Target* out, int* error);
 
 // Create the attribute keyval; register the finalize hook on MPI_COMM_SELF.
 void init_comms();
-// Destroy the communicators in creation order (teardown's first half).
+// Destroy the communicators that are left (teardown's first half).
 void destroy_all_comms();
 
 // ---------------------------------------------------------------------------

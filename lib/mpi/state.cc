@@ -22,7 +22,6 @@ struct State {
     Policy policy = Policy::All;
     std::string policy_text = "all";
     std::string bad_policy;  // the message for Policy::Bad
-    bool multiple = false;   // MPI_THREAD_MULTIPLE was provided
     bool log_info = false;   // CHORUS_LOG=info or debug
     int world_rank = 0;
     std::atomic<unsigned long long> intercepted[kNumFns] = {};
@@ -61,9 +60,6 @@ void initialize(State& s) {
     const char* log = "";
     s.log_info = chorus_setting("CHORUS_LOG", &log) == CHORUS_SUCCESS &&
                  (std::strcmp(log, "info") == 0 || std::strcmp(log, "debug") == 0);
-    int provided = MPI_THREAD_SINGLE;
-    PMPI_Query_thread(&provided);
-    s.multiple = provided == MPI_THREAD_MULTIPLE;
     PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
     init_comms();
     if (s.log_info && s.world_rank == 0) {
@@ -72,8 +68,6 @@ void initialize(State& s) {
             note = ": this build handles host memory only, so no call is run through Chorus";
         else if (s.policy == Policy::None)
             note = ": every call goes to MPI";
-        else if (s.multiple && s.policy == Policy::All)
-            note = ", but MPI_THREAD_MULTIPLE was provided: every call goes to MPI";
         if (s.policy != Policy::Bad) log_line("info", "MPI interposer: CHORUS_MPI_INTERCEPT=" + s.policy_text + note);
     }
     s.ready.store(true);
@@ -128,7 +122,7 @@ Gate open_gate(Fn fn, MPI_Comm comm, int* error) {
             break;
         case Policy::All: break;
     }
-    return s.multiple ? Gate::Pass : Gate::Chorus;
+    return Gate::Chorus;
 }
 
 void count_intercepted(Fn fn) {

@@ -25,3 +25,14 @@ public:
 };
 
 }  // namespace chorus::net
+
+namespace chorus::net {
+
+// All or nothing: every rank runs `local` (which returns this rank's blob,
+// or throws Error), then the ranks exchange the outcomes. If `local` failed
+// on any rank, every rank throws, with the first failing rank's code and a
+// message naming the failing ranks and their reasons; otherwise every
+// rank's blob is returned, by rank. One allgather either way.
+std::vector<std::string> allgather_agreed(Bootstrap& boot, const std::function<std::string()>& local);
+
+}  // namespace chorus::net

@@ -21,7 +21,10 @@ MpiBootstrap::MpiBootstrap(MPI_Comm comm) {
 }
 
 MpiBootstrap::~MpiBootstrap() {
-    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    // Local in MPI (it waits for no peer); impossible once MPI has finalized.
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
 }
 
 std::vector<std::string> MpiBootstrap::allgather(const std::string& mine) {

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace chorus::net {
 
@@ -26,8 +27,11 @@ public:
     virtual Handle recv(int peer, Tag tag, void* buf, size_t bytes) = 0;
     // True when the transfer is complete (the handle is then released).
     virtual bool test(Handle handle) = 0;
-    // Abandon a transfer that will not complete (after a failure).
+    // Abandon a transfer that will not complete (after a failure). The
+    // handle is released; wait_cancelled() then waits (a bounded time) until
+    // the transport touches the abandoned transfers' buffers no more.
     virtual void cancel(Handle handle) = 0;
+    virtual void wait_cancelled() {}
     // Move data; returns true if anything happened.
     virtual bool progress() = 0;
     // An operation has ended here: do the protocol work a peer may still be
@@ -47,6 +51,71 @@ public:
     virtual size_t host_only_max() const { return 0; }
     // Name for messages: "ucx", "loopback".
     virtual const char* name() const = 0;
+
+    // Notices: a short text (at most kMaxNotice bytes) that one rank sends
+    // another outside any operation, such as a failure every rank must learn
+    // of at once. notify() never blocks and never throws; a notice that
+    // cannot be delivered is dropped. poll_notice() returns one that has
+    // arrived, with its sender.
+    virtual void notify(int peer, const std::string& notice) = 0;
+    virtual bool poll_notice(int* source, std::string* notice) = 0;
+    // Publish slots, when every rank of the communicator shares one host's
+    // memory (slot_bytes() is then the room in a slot; 0 otherwise). Small
+    // collectives number their slot operations 0, 1, 2, ... (the same on
+    // every rank); operation n uses each rank's slot n % kSlots, which a rank
+    // may write once every rank has completed operation n - kSlots
+    // (slot_free). Its contribution is in once it calls publish(n); a peer
+    // reads it after published(peer, n). slot_done(n) says this rank is done
+    // with operation n (in any order: the count advances over the finished
+    // prefix).
+    static constexpr uint64_t kSlots = 4;
+    virtual size_t slot_bytes() const { return 0; }
+    virtual char* slot(int rank, uint64_t n) {
+        (void)rank, (void)n;
+        return nullptr;
+    }
+    virtual bool slot_free(uint64_t n) {
+        (void)n;
+        return false;
+    }
+    virtual void publish(uint64_t n) { (void)n; }
+    virtual bool published(int rank, uint64_t n) {
+        (void)rank, (void)n;
+        return false;
+    }
+    virtual void slot_done(uint64_t n) { (void)n; }
+    // The memory the slots live in (a device registers it to read slots).
+    virtual void slot_memory(void** base, size_t* bytes) const {
+        *base = nullptr;
+        *bytes = 0;
+    }
+
+    // Progress the notices sent so far until they have left (a connection
+    // may have to be made first), for at most `ms` milliseconds: this rank
+    // may not come back to the library for a long time.
+    virtual void flush_notices(int ms) { (void)ms; }
+};
+
+constexpr size_t kMaxNotice = 1024;
+
+// The count a rank publishes with slot_done(): slot operations may finish
+// out of order, and the count covers the prefix that has all finished.
+class SlotCount {
+public:
+    // Operation n has finished; returns the new count.
+    uint64_t finish(uint64_t n) {
+        if (n >= count_ && n - count_ < 64) early_ |= uint64_t(1) << (n - count_);
+        while (early_ & 1) {
+            early_ >>= 1;
+            ++count_;
+        }
+        return count_;
+    }
+    uint64_t count() const { return count_; }
+
+private:
+    uint64_t count_ = 0;
+    uint64_t early_ = 0;  // bit k: operation count_ + k has finished
 };
 
 // Wire tags: the source rank, the operation's sequence number and the
@@ -56,6 +125,14 @@ constexpr int kTagSourceBits = 20;
 constexpr int kTagSeqBits = 16;
 constexpr int kTagStepBits = 28;
 constexpr int kMaxRanks = 1 << kTagSourceBits;
+
+// The sequence number that no operation uses: the tag of notices.
+constexpr uint64_t kNoticeSeq = (uint64_t(1) << kTagSeqBits) - 1;
+// Operations are numbered in order, skipping the notices' number.
+inline uint64_t next_operation_seq(uint64_t seq) {
+    ++seq;
+    return (seq & kNoticeSeq) == kNoticeSeq ? seq + 1 : seq;
+}
 
 inline Tag make_tag(int source, uint64_t seq, uint32_t step_tag) {
     return (static_cast<Tag>(source) << (kTagSeqBits + kTagStepBits)) |

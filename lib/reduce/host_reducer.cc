@@ -25,7 +25,10 @@
 // x86-64-v4 is AVX-512 F/BW/DQ/VL (BW and VL matter for the 8- and 16-bit
 // types); plain "avx512f" would leave those to 256-bit code. The ops contain
 // no multiply-add pattern, so FMA contraction cannot make versions differ.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__)
+// Not under ThreadSanitizer: the versions are chosen by IFUNC resolvers that
+// run while the program is being loaded, before its runtime is ready.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && \
+    !defined(__SANITIZE_THREAD__)
 #define CHORUS_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define CHORUS_MULTIVERSION

@@ -8,6 +8,7 @@
 // memory are errors, as they would fault on a GPU.
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -16,9 +17,9 @@
 #include <mutex>
 #include <vector>
 
+#include "base/error.h"
 #include "exec/device.h"
 #include "reduce/host_reducer.h"
-#include "base/error.h"
 
 namespace test {
 
@@ -28,7 +29,9 @@ using chorus::MemKind;
 class EmulatedMemory {
 public:
     ~EmulatedMemory() {
-        for (auto& kv : ranges_) std::free(reinterpret_cast<void*>(kv.first));
+        for (auto& kv : ranges_)
+            if (std::find(foreign_.begin(), foreign_.end(), kv.first) == foreign_.end())
+                std::free(reinterpret_cast<void*>(kv.first));
     }
     void* alloc(size_t bytes, MemKind kind) {
         void* p = std::malloc(bytes ? bytes : 1);
@@ -52,6 +55,18 @@ public:
         return a < it->first + it->second.first ? it->second.second : MemKind::Host;
     }
     bool is_device(const void* p) const { return !chorus::host_side(kind(p)); }
+    // Mark memory it does not own as pinned host memory (a registered
+    // shared segment), or no longer.
+    void register_range(void* p, size_t bytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ranges_[reinterpret_cast<uintptr_t>(p)] = {bytes, MemKind::PinnedHost};
+        foreign_.push_back(reinterpret_cast<uintptr_t>(p));
+    }
+    void unregister_range(void* p) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ranges_.erase(reinterpret_cast<uintptr_t>(p));
+        foreign_.erase(std::remove(foreign_.begin(), foreign_.end(), reinterpret_cast<uintptr_t>(p)), foreign_.end());
+    }
     // A copy of `bytes` from `src` into new memory of `kind`.
     void* clone(const void* src, size_t bytes, MemKind kind) {
         void* p = alloc(bytes, kind);
@@ -62,6 +77,7 @@ public:
 private:
     mutable std::mutex mutex_;
     std::map<uintptr_t, std::pair<size_t, MemKind>> ranges_;
+    std::vector<uintptr_t> foreign_;  // registered, not allocated here
 };
 
 // A caller's stream: work queued on it runs when a device waits for it.
@@ -82,6 +98,7 @@ public:
         : mem_(std::move(mem)), per_poll_(items_per_poll) {}
     ~EmulatedDevice() override {
         drain();
+        forget_host();
         for (void* p : owned_) mem_->free(p);
     }
 
@@ -90,8 +107,7 @@ public:
     void copy(void* dst, const void* src, size_t bytes) override {
         queue([=] { std::memcpy(dst, src, bytes); });
     }
-    void reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b,
-                size_t count) override {
+    void reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count) override {
         on_device(dst, "reduce");
         on_device(a, "reduce");
         on_device(b, "reduce");
@@ -117,6 +133,15 @@ public:
     }
     void* alloc_device(size_t bytes) override { return keep(mem_->alloc(bytes, MemKind::Device)); }
     void free_device(void* p) noexcept override { release(p); }
+    void register_host(void* p, size_t bytes) override {
+        if (std::find(registered_.begin(), registered_.end(), p) != registered_.end()) return;
+        mem_->register_range(p, bytes);
+        registered_.push_back(p);
+    }
+    void forget_host() noexcept override {
+        for (void* p : registered_) mem_->unregister_range(p);
+        registered_.clear();
+    }
     void* alloc_pinned(size_t bytes) override { return keep(mem_->alloc(bytes, MemKind::PinnedHost)); }
     void free_pinned(void* p) noexcept override { release(p); }
 
@@ -157,6 +182,7 @@ private:
     std::deque<std::function<void()>> work_;
     uint64_t queued_ = 0, ran_ = 0;
     std::vector<void*> owned_;
+    std::vector<void*> registered_;
 };
 
 }  // namespace test

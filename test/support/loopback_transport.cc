@@ -17,7 +17,7 @@ struct Slot {
 };
 
 LoopbackHub::LoopbackHub(int size, bool rendezvous)
-    : size_(size), rendezvous_(rendezvous), boxes_(size), dead_(size, false) {}
+    : size_(size), rendezvous_(rendezvous), boxes_(size), notices_(size), dead_(size, false) {}
 
 void LoopbackHub::kill(int rank) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -36,8 +36,7 @@ bool LoopbackHub::dead(int rank) const {
     return dead_[rank];
 }
 
-LoopbackTransport::LoopbackTransport(std::shared_ptr<LoopbackHub> hub, int rank)
-    : hub_(std::move(hub)), rank_(rank) {}
+LoopbackTransport::LoopbackTransport(std::shared_ptr<LoopbackHub> hub, int rank) : hub_(std::move(hub)), rank_(rank) {}
 
 LoopbackTransport::~LoopbackTransport() {
     // Drop receives this rank still had posted; their slots belong to handles
@@ -91,8 +90,10 @@ Handle LoopbackTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
         box.unexpected.erase(it);
         return slot.release();
     }
-    if (hub_->dead_[peer]) slot->failed = true;
-    else box.posted.push_back({peer, tag, buf, bytes, slot.get()});
+    if (hub_->dead_[peer])
+        slot->failed = true;
+    else
+        box.posted.push_back({peer, tag, buf, bytes, slot.get()});
     return slot.release();
 }
 
@@ -112,8 +113,7 @@ bool LoopbackTransport::test(Handle handle) {
     lock.unlock();
     delete slot;
     if (got != expected)
-        fail(CHORUS_ERR_MISMATCH, "loopback: message from rank ", peer, " has ", got,
-             " bytes, expected ", expected);
+        fail(CHORUS_ERR_MISMATCH, "loopback: message from rank ", peer, " has ", got, " bytes, expected ", expected);
     return true;
 }
 
@@ -134,6 +134,60 @@ void LoopbackTransport::cancel(Handle handle) {
                 if (u.sender == slot) u.sender = nullptr;
     }
     delete slot;
+}
+
+void LoopbackTransport::notify(int peer, const std::string& notice) {
+    std::lock_guard<std::mutex> lock(hub_->mutex_);
+    if (!hub_->dead_[peer]) hub_->notices_[peer].emplace_back(rank_, notice.substr(0, kMaxNotice));
+}
+
+bool LoopbackTransport::poll_notice(int* source, std::string* notice) {
+    std::lock_guard<std::mutex> lock(hub_->mutex_);
+    auto& q = hub_->notices_[rank_];
+    if (q.empty()) return false;
+    *source = q.front().first;
+    *notice = std::move(q.front().second);
+    q.pop_front();
+    return true;
+}
+
+void LoopbackHub::enable_slots(size_t bytes) {
+    const size_t n = static_cast<size_t>(size_) * Transport::kSlots;
+    slot_bytes_ = bytes;
+    slots_.reset(new char[n * bytes]);
+    published_.reset(new std::atomic<uint64_t>[n]);
+    done_.reset(new std::atomic<uint64_t>[size_]);
+    for (size_t i = 0; i < n; ++i) published_[i] = 0;
+    for (int r = 0; r < size_; ++r) done_[r] = 0;
+}
+
+char* LoopbackTransport::slot(int rank, uint64_t n) {
+    return hub_->slots_.get() + (static_cast<size_t>(rank) * kSlots + n % kSlots) * hub_->slot_bytes_;
+}
+
+bool LoopbackTransport::slot_free(uint64_t n) {
+    if (n < kSlots) return true;
+    for (int r = 0; r < hub_->size_; ++r)
+        if (hub_->done_[r].load() < n - kSlots + 1) return false;
+    return true;
+}
+
+void LoopbackTransport::publish(uint64_t n) {
+    hub_->published_[static_cast<size_t>(rank_) * kSlots + n % kSlots] = n + 1;
+}
+
+bool LoopbackTransport::published(int rank, uint64_t n) {
+    if (hub_->dead(rank)) fail(CHORUS_ERR_PEER_FAILED, "loopback: rank ", rank, " is dead");
+    return hub_->published_[static_cast<size_t>(rank) * kSlots + n % kSlots].load() == n + 1;
+}
+
+void LoopbackTransport::slot_done(uint64_t n) {
+    hub_->done_[rank_] = done_.finish(n);
+}
+
+void LoopbackTransport::slot_memory(void** base, size_t* bytes) const {
+    *base = hub_->slots_.get();
+    *bytes = static_cast<size_t>(hub_->size_) * kSlots * hub_->slot_bytes_;
 }
 
 }  // namespace chorus::net

@@ -9,11 +9,13 @@
 // rank's peers see CHORUS_ERR_PEER_FAILED on transfers with it.
 #pragma once
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "net/transport.h"
@@ -34,6 +36,9 @@ public:
     // With `direct`, the transport claims to take device memory (it is host
     // memory underneath); without, a device pointer reaching send() or
     // recv() is an error (the executor failed to stage it).
+    // Publish slots of `bytes` each, as shared memory would give them
+    // (Transport's publish slots), for every rank.
+    void enable_slots(size_t bytes);
     void emulate_device(std::function<bool(const void*)> is_device, bool direct) {
         is_device_ = std::move(is_device);
         direct_ = direct;
@@ -62,6 +67,12 @@ private:
     bool rendezvous_;
     mutable std::mutex mutex_;
     std::vector<Mailbox> boxes_;
+    std::vector<std::deque<std::pair<int, std::string>>> notices_;
+    // Publish slots: rank r's slot k at slots_ + (r * kSlots + k) * slot_bytes_.
+    size_t slot_bytes_ = 0;
+    std::unique_ptr<char[]> slots_;
+    std::unique_ptr<std::atomic<uint64_t>[]> published_;  // per rank and slot: operation + 1
+    std::unique_ptr<std::atomic<uint64_t>[]> done_;       // per rank
     std::vector<bool> dead_;
     std::function<bool(const void*)> is_device_;
     bool direct_ = false;
@@ -79,12 +90,22 @@ public:
     void cancel(Handle handle) override;
     bool progress() override { return false; }
     const char* name() const override { return "loopback"; }
+    void notify(int peer, const std::string& notice) override;
+    bool poll_notice(int* source, std::string* notice) override;
+    size_t slot_bytes() const override { return hub_->slot_bytes_; }
+    char* slot(int rank, uint64_t n) override;
+    bool slot_free(uint64_t n) override;
+    void publish(uint64_t n) override;
+    bool published(int rank, uint64_t n) override;
+    void slot_done(uint64_t n) override;
+    void slot_memory(void** base, size_t* bytes) const override;
     bool device_memory() const override { return hub_->direct_; }
 
 private:
     void check_host(const void* buf, const char* what) const;
     std::shared_ptr<LoopbackHub> hub_;
     int rank_;
+    SlotCount done_;
 };
 
 }  // namespace chorus::net

@@ -85,8 +85,10 @@ case $mode in
         for (e in eps) { if (e in tcp && e in shm) mixed++; else if (e in tcp) nt++; else if (e in shm) ns++; else other++ }
         for (e in badif) { print "FAIL: a tcp lane not on eth0: " badif[e]; bad++ }
         printf "UCX endpoints: %d over tcp (between hosts), %d over shared memory (inside a host), %d mixed, %d other\n", nt, ns, mixed, other
-        # 2 hosts x 2 ranks: per rank 2 peers on the other host, 1 on its own
-        if (mixed || other || bad || ns == 0 || nt != 2 * ns) { print "FAIL: expected twice as many tcp endpoints as shared-memory ones, nothing else"; exit 1 }
+        # Endpoints are made on first use, so how many depends on the
+        # algorithms; every one is either tcp (to the other host) or shared
+        # memory (inside a host), and both kinds occur at 2 hosts x 2 ranks.
+        if (mixed || other || bad || ns == 0 || nt == 0) { print "FAIL: expected tcp and shared-memory endpoints, nothing mixed or else"; exit 1 }
       }' "$dir/lanes" || {
       grep -E "lane\[" "$dir/log" | head -40
       exit 1

@@ -1,40 +1,19 @@
 #include "net/shm/shm_transport.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <new>
 
 #include "base/log.h"
-#include "base/error.h"
+#include "net/host.h"
 
 namespace chorus::net {
 
-namespace {
-
-// One slot: a 24-byte header, then the payload, so that a message of up to
-// 40 bytes is a single cache line handed from sender to receiver.
-struct SlotHeader {
-    std::atomic<uint32_t> full;  // 1 while it holds a fragment the receiver has not taken
-    uint32_t bytes;              // of this fragment
-    Tag tag;
-    uint64_t total;              // of the whole message
-};
-static_assert(sizeof(SlotHeader) == 24, "slot header is 24 bytes");
-constexpr size_t kSlotBytes = 64 + ShmTransport::kSlotPayload;  // whole cache lines
-constexpr size_t kRingBytes = kSlotBytes * ShmTransport::kSlots;
-
-SlotHeader* slot_at(void* ring, uint64_t n) {
-    return reinterpret_cast<SlotHeader*>(static_cast<char*>(ring) + (n % ShmTransport::kSlots) * kSlotBytes);
-}
-char* payload(SlotHeader* h) { return reinterpret_cast<char*>(h + 1); }
-
-}  // namespace
+static_assert(Transport::kSlots == shm::kPubSlots, "the transport's slot count is the segment's");
 
 struct ShmTransport::Request {
     enum class Kind : uint8_t { Inner, Send, Recv } kind;
@@ -47,24 +26,11 @@ struct ShmTransport::Request {
     Handle inner;
 };
 
-size_t ShmTransport::segment_bytes(int local) { return kRingBytes * static_cast<size_t>(local); }
-
-void ShmTransport::init_segment(void* mem, int local) {
-    for (int j = 0; j < local; ++j)
-        for (size_t n = 0; n < kSlots; ++n) {
-            auto* h = new (static_cast<char*>(mem) + j * kRingBytes + n * kSlotBytes) SlotHeader;
-            h->full.store(0, std::memory_order_relaxed);
-            h->bytes = 0;
-            h->tag = 0;
-            h->total = 0;
-        }
-}
-
 ShmTransport::ShmTransport(std::unique_ptr<Transport> inner, size_t eager_bytes, std::vector<int> local_index,
-                           std::vector<void*> segments, std::vector<int> pids, std::vector<size_t> mapped_bytes)
-    : inner_(std::move(inner)), eager_(eager_bytes < kMaxEager ? eager_bytes : kMaxEager) {
+                           void* segment, std::vector<int> pids, size_t mapped_bytes)
+    : inner_(std::move(inner)), eager_(eager_bytes < kMaxEager ? eager_bytes : kMaxEager), mapped_bytes_(mapped_bytes) {
     const int n = inner_->size(), me = inner_->rank();
-    if (static_cast<int>(local_index.size()) != n || static_cast<int>(segments.size()) != n)
+    if (static_cast<int>(local_index.size()) != n)
         fail(CHORUS_ERR_INTERNAL, "shm transport: ", n, " ranks but ", local_index.size(), " local indices");
     if (local_index[me] < 0) fail(CHORUS_ERR_INTERNAL, "shm transport: this rank is not local to itself");
     peers_.resize(n);
@@ -73,14 +39,12 @@ ShmTransport::ShmTransport(std::unique_ptr<Transport> inner, size_t eager_bytes,
         p.local = local_index[r];
         if (p.local < 0) continue;
         p.pid = pids.empty() ? 0 : pids[r];
-        p.ring_out = static_cast<char*>(segments[r]) + kRingBytes * static_cast<size_t>(local_index[me]);
-        p.ring_in = static_cast<char*>(segments[me]) + kRingBytes * static_cast<size_t>(p.local);
-        local_sources_.push_back(r);
+        if (static_cast<int>(local_ranks_.size()) <= p.local) local_ranks_.resize(p.local + 1, -1);
+        local_ranks_[p.local] = r;
     }
-    if (!mapped_bytes.empty()) {
-        mapped_ = segments;
-        mapped_bytes_ = std::move(mapped_bytes);
-    }
+    seg_ = shm::Segment(segment, static_cast<int>(local_ranks_.size()));
+    me_local_ = local_index[me];
+    all_local_ = static_cast<int>(local_ranks_.size()) == n;
 }
 
 ShmTransport::~ShmTransport() {
@@ -89,11 +53,10 @@ ShmTransport::~ShmTransport() {
         for (Request* r : p.posted) delete r;
     }
     for (Request* r : spare_) delete r;
-    // The inner transport's teardown is collective and keeps progressing;
-    // the segments go after it, when no peer can write into them.
+    // The inner transport goes first (its teardown keeps progressing); the
+    // segment after it.
     inner_.reset();
-    for (size_t r = 0; r < mapped_.size(); ++r)
-        if (mapped_[r]) munmap(mapped_[r], mapped_bytes_[r]);
+    if (mapped_bytes_) munmap(seg_.base(), mapped_bytes_);
 }
 
 ShmTransport::Request* ShmTransport::new_request() {
@@ -104,8 +67,10 @@ ShmTransport::Request* ShmTransport::new_request() {
 }
 
 void ShmTransport::free_request(Request* r) {
-    if (spare_.size() < 256) spare_.push_back(r);
-    else delete r;
+    if (spare_.size() < 256)
+        spare_.push_back(r);
+    else
+        delete r;
 }
 
 Handle ShmTransport::wrap(Handle inner, int peer) {
@@ -117,21 +82,34 @@ Handle ShmTransport::wrap(Handle inner, int peer) {
     return r;
 }
 
-void ShmTransport::peer_failed(int peer) const {
-    fail(CHORUS_ERR_PEER_FAILED, "shared memory: rank ", peer, " (pid ", peers_[peer].pid, ") died");
+void ShmTransport::peer_failed() const {
+    fail(CHORUS_ERR_PEER_FAILED, "shared memory: rank ", dead_, " (pid ", peers_[dead_].pid, ") died");
 }
 
-bool ShmTransport::put(Peer& p, Tag tag, const void* buf, size_t bytes, size_t* sent) {
+bool ShmTransport::put(int peer, Tag tag, const void* buf, size_t bytes, size_t* sent) {
+    const int dst = peers_[peer].local;
+    shm::QueueHeader* q = seg_.queue(dst);
     do {
-        SlotHeader* h = slot_at(p.ring_out, p.next_out);
-        if (h->full.load(std::memory_order_acquire)) return false;
-        size_t n = std::min(kSlotPayload, bytes - *sent);
-        if (n) std::memcpy(payload(h), static_cast<const char*>(buf) + *sent, n);
-        h->tag = tag;
-        h->bytes = static_cast<uint32_t>(n);
-        h->total = bytes;
-        h->full.store(1, std::memory_order_release);
-        ++p.next_out;
+        uint64_t pos = q->tail.load(std::memory_order_relaxed);
+        shm::Cell* c;
+        for (;;) {
+            c = seg_.cell(dst, pos);
+            auto dif = static_cast<int64_t>(c->turn.load(std::memory_order_acquire) - pos);
+            if (dif == 0) {
+                if (q->tail.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
+            } else if (dif < 0) {
+                return false;  // full: the receiver has not taken this cell yet
+            } else {
+                pos = q->tail.load(std::memory_order_relaxed);
+            }
+        }
+        size_t n = std::min(shm::kCellPayload, bytes - *sent);
+        if (n) std::memcpy(shm::payload(c), static_cast<const char*>(buf) + *sent, n);
+        c->source = static_cast<uint32_t>(inner_->rank());
+        c->bytes = static_cast<uint32_t>(n);
+        c->tag = tag;
+        c->total = bytes;
+        c->turn.store(pos + 1, std::memory_order_release);
         *sent += n;
     } while (*sent < bytes);
     return true;
@@ -139,12 +117,13 @@ bool ShmTransport::put(Peer& p, Tag tag, const void* buf, size_t bytes, size_t* 
 
 Handle ShmTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
     if (!small(peer, bytes)) return wrap(inner_->send(peer, tag, buf, bytes), peer);
+    if (dead_ >= 0) peer_failed();
     Peer& p = peers_[peer];
-    if (p.dead) peer_failed(peer);
     size_t sent = 0;
-    if (p.waiting_sends.empty() && put(p, tag, buf, bytes, &sent)) return nullptr;
+    if (p.waiting_sends.empty() && put(peer, tag, buf, bytes, &sent)) return nullptr;
     Request* r = new_request();
     *r = Request{Request::Kind::Send, false, peer, tag, buf, nullptr, bytes, sent, nullptr};  // got: bytes sent
+    if (p.waiting_sends.empty()) blocked_.push_back(peer);
     p.waiting_sends.push_back(r);
     return r;
 }
@@ -152,7 +131,7 @@ Handle ShmTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
 Handle ShmTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
     if (!small(peer, bytes)) return wrap(inner_->recv(peer, tag, buf, bytes), peer);
     Peer& p = peers_[peer];
-    poll_in(peer);
+    poll_queue();
     for (auto it = p.unexpected.begin(); it != p.unexpected.end(); ++it) {
         if (it->tag != tag || it->waiter) continue;
         size_t got = it->data.size();
@@ -176,7 +155,7 @@ Handle ShmTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
         p.unexpected.erase(it);
         return nullptr;
     }
-    if (p.dead) peer_failed(peer);
+    if (dead_ >= 0) peer_failed();
     Request* r = new_request();
     *r = Request{Request::Kind::Recv, false, peer, tag, nullptr, buf, bytes, 0, nullptr};
     p.posted.push_back(r);
@@ -205,21 +184,21 @@ void ShmTransport::finish_incoming(Peer& p) {
     in = Incoming{};
 }
 
-// Take every fragment waiting in `source`'s ring.
-bool ShmTransport::poll_in(int source) {
-    Peer& p = peers_[source];
-    Incoming& in = p.in;
+// Take every cell waiting in this rank's queue, whoever sent it.
+bool ShmTransport::poll_queue() {
     bool moved = false;
     for (;;) {
-        SlotHeader* h = slot_at(p.ring_in, p.next_in);
-        if (!h->full.load(std::memory_order_acquire)) break;
+        shm::Cell* c = seg_.cell(me_local_, head_);
+        if (c->turn.load(std::memory_order_acquire) != head_ + 1) break;
+        Peer& p = peers_[c->source];
+        Incoming& in = p.in;
         if (!in.active) {
             // A message starts: to a posted receive of its tag, or kept.
             in.active = true;
-            in.total = h->total;
+            in.total = c->total;
             in.got = 0;
             for (size_t i = 0; i < p.posted.size(); ++i)
-                if (p.posted[i]->tag == h->tag) {
+                if (p.posted[i]->tag == c->tag) {
                     in.req = p.posted[i];
                     p.posted.erase(p.posted.begin() + static_cast<std::ptrdiff_t>(i));
                     break;
@@ -228,42 +207,53 @@ bool ShmTransport::poll_in(int source) {
                 // A size mismatch is reported by test(); the data is dropped.
                 in.dst = in.total == in.req->bytes ? static_cast<char*>(in.req->dst) : nullptr;
             } else {
-                p.unexpected.push_back({h->tag, std::vector<char>(in.total)});
+                p.unexpected.push_back({c->tag, std::vector<char>(in.total)});
                 in.msg = &p.unexpected.back();
                 in.dst = in.msg->data.data();
             }
         }
-        size_t n = h->bytes;
-        if (in.dst && n) std::memcpy(in.dst + in.got, payload(h), n);
+        size_t n = c->bytes;
+        if (in.dst && n) std::memcpy(in.dst + in.got, shm::payload(c), n);
         in.got += n;
-        h->full.store(0, std::memory_order_release);
-        ++p.next_in;
+        c->turn.store(head_ + shm::kCells, std::memory_order_release);
+        ++head_;
         moved = true;
         if (in.got >= in.total) finish_incoming(p);
     }
     return moved;
 }
 
-bool ShmTransport::progress() {
-    // The inner transport's progress costs more than a look at the rings:
-    // made when it has transfers of ours, and now and then regardless.
+// Sends waiting for free cells, in order per receiver.
+bool ShmTransport::push_waiting() {
     bool moved = false;
-    if (inner_pending_ > 0 || (++calls_ & 63) == 0) moved = inner_->progress();
-    const int me = inner_->rank();
-    for (int s : local_sources_) {
-        Peer& p = peers_[s];
-        // Messages to self are looked for by recv() itself, unless one waits.
-        if (s != me || !p.posted.empty()) moved = poll_in(s) || moved;
+    for (size_t i = 0; i < blocked_.size();) {
+        Peer& p = peers_[blocked_[i]];
         while (!p.waiting_sends.empty()) {
             Request* r = p.waiting_sends.front();
             size_t before = r->got;
-            bool all = put(p, r->tag, r->src, r->bytes, &r->got);
+            bool all = put(blocked_[i], r->tag, r->src, r->bytes, &r->got);
             moved = moved || r->got != before;
             if (!all) break;
             r->done = true;
             p.waiting_sends.pop_front();
         }
+        if (p.waiting_sends.empty()) {
+            blocked_[i] = blocked_.back();
+            blocked_.pop_back();
+        } else {
+            ++i;
+        }
     }
+    return moved;
+}
+
+bool ShmTransport::progress() {
+    // The inner transport's progress costs more than a look at the queue:
+    // made when it has transfers of ours, and now and then regardless.
+    bool moved = false;
+    if (inner_pending_ > 0 || (++calls_ & 63) == 0) moved = inner_->progress();
+    moved = poll_queue() || moved;
+    if (!blocked_.empty()) moved = push_waiting() || moved;
     return moved;
 }
 
@@ -286,10 +276,9 @@ bool ShmTransport::test(Handle handle) {
         return done;
     }
     if (!r->done) {
-        if (!peers_[r->peer].dead) return false;
-        int peer = r->peer;
+        if (dead_ < 0) return false;
         cancel(handle);
-        peer_failed(peer);
+        peer_failed();
     }
     int peer = r->peer;
     size_t got = r->got, expected = r->bytes;
@@ -343,25 +332,59 @@ void ShmTransport::settle() {
 
 void ShmTransport::check_peers() {
     inner_->check_peers();
-    for (int s : local_sources_) {
-        Peer& p = peers_[s];
-        if (p.dead || p.pid <= 0 || (p.posted.empty() && p.waiting_sends.empty())) continue;
-        if (kill(p.pid, 0) != 0 && errno == ESRCH) p.dead = true;
-    }
+    // A local rank that died may have left a cell claimed and never handed
+    // over: every transfer through shared memory fails from then on.
+    for (int r : local_ranks_)
+        if (dead_ < 0 && r != inner_->rank() && process_gone(peers_[r].pid)) dead_ = r;
 }
+
+// ---------------------------------------------------------------------------
+// Publish slots
+
+char* ShmTransport::slot(int rank, uint64_t n) {
+    return seg_.slots(peers_[rank].local)->slots[n % shm::kPubSlots].data;
+}
+
+bool ShmTransport::slot_free(uint64_t n) {
+    if (n < shm::kPubSlots) return true;
+    const uint64_t need = n - shm::kPubSlots + 1;
+    for (int i = 0; i < seg_.local(); ++i)
+        if (seg_.slots(i)->done.load(std::memory_order_acquire) < need) return false;
+    return true;
+}
+
+void ShmTransport::publish(uint64_t n) {
+    seg_.slots(me_local_)->slots[n % shm::kPubSlots].op.store(n + 1, std::memory_order_release);
+}
+
+bool ShmTransport::published(int rank, uint64_t n) {
+    if (dead_ >= 0) peer_failed();
+    return seg_.slots(peers_[rank].local)->slots[n % shm::kPubSlots].op.load(std::memory_order_acquire) == n + 1;
+}
+
+void ShmTransport::slot_done(uint64_t n) {
+    seg_.slots(me_local_)->done.store(done_.finish(n), std::memory_order_release);
+}
+
+void ShmTransport::slot_memory(void** base, size_t* bytes) const {
+    *base = seg_.base();
+    *bytes = shm::Segment::bytes(seg_.local());
+}
+
+// ---------------------------------------------------------------------------
+// Creation
 
 std::unique_ptr<Transport> ShmTransport::create(Bootstrap& boot, std::unique_ptr<Transport> inner, size_t eager_bytes) {
     if (eager_bytes == 0) return inner;
     const int n = inner->size(), me = inner->rank();
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    std::vector<std::string> who = boot.allgather(cat(getpid(), " ", host));
+    // Ranks with the same host identity (net/host.h) share memory.
+    std::vector<std::string> who = boot.allgather(cat(getpid(), " ", host_identity()));
     std::vector<int> local_index(n, -1), pids(n, 0);
-    int local = 0;
-    std::string my_host = who[me].substr(who[me].find(' ') + 1);
+    int local = 0, leader = -1;
+    const std::string mine_id = who[me].substr(who[me].find(' ') + 1);
     for (int r = 0; r < n; ++r) {
-        size_t sp = who[r].find(' ');
-        if (who[r].substr(sp + 1) != my_host) continue;
+        if (who[r].compare(who[r].find(' ') + 1, std::string::npos, mine_id) != 0) continue;
+        if (leader < 0) leader = r;
         local_index[r] = local++;
         pids[r] = std::atoi(who[r].c_str());
     }
@@ -369,53 +392,53 @@ std::unique_ptr<Transport> ShmTransport::create(Bootstrap& boot, std::unique_ptr
     // that every pair of ranks agrees on how small messages travel.
     if (boot.all(local <= 1)) return inner;  // every rank alone on its host
 
+    // The host's first rank creates the segment; the others map it.
     static std::atomic<unsigned> counter{0};
-    std::string name = cat("/chorus-", getpid(), "-", counter++, "-", me);
-    size_t bytes = segment_bytes(local);
-    void* mine = MAP_FAILED;
-    std::string why;
-    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) {
-        why = cat("shm_open ", name, ": ", std::strerror(errno));
-    } else {
-        if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) why = cat("ftruncate: ", std::strerror(errno));
-        else mine = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (why.empty() && mine == MAP_FAILED) why = cat("mmap: ", std::strerror(errno));
-        close(fd);
-    }
-    if (mine != MAP_FAILED) init_segment(mine, local);
-    std::vector<std::string> names = boot.allgather(why.empty() ? name : std::string());
-    std::vector<void*> segments(n, nullptr);
-    std::vector<size_t> mapped_bytes(n, 0);
-    for (int r = 0; r < n && why.empty(); ++r) {
-        if (local_index[r] < 0) continue;
-        if (r == me) {
-            segments[r] = mine;
-        } else if (names[r].empty()) {
-            why = cat("rank ", r, " has no segment");
+    const size_t bytes = shm::Segment::bytes(local);
+    void* mem = MAP_FAILED;
+    std::string why, name;
+    if (me == leader) {
+        name = cat("/chorus-", getpid(), "-", counter++);
+        int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd < 0) {
+            why = cat("shm_open ", name, ": ", std::strerror(errno));
         } else {
-            int pfd = shm_open(names[r].c_str(), O_RDWR, 0);
-            void* m = pfd < 0 ? MAP_FAILED : mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0);
-            if (pfd >= 0) close(pfd);
-            if (m == MAP_FAILED) why = cat("mapping rank ", r, "'s segment: ", std::strerror(errno));
-            else segments[r] = m;
+            // Reserve the pages now: on a full /dev/shm a segment sized by
+            // ftruncate alone dies with SIGBUS at its first touch.
+            int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+            if (err != 0)
+                why = cat("reserving ", bytes, " bytes in /dev/shm: ", std::strerror(err));
+            else
+                mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (why.empty() && mem == MAP_FAILED) why = cat("mmap: ", std::strerror(errno));
+            close(fd);
+            if (mem != MAP_FAILED) shm::Segment::init(mem, local);
         }
-        mapped_bytes[r] = bytes;
+    }
+    std::vector<std::string> names = boot.allgather(me == leader && why.empty() ? name : std::string());
+    if (me != leader && why.empty()) {
+        if (names[leader].empty()) {
+            why = cat("rank ", leader, " has no segment");
+        } else {
+            int fd = shm_open(names[leader].c_str(), O_RDWR, 0);
+            mem = fd < 0 ? MAP_FAILED : mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (fd >= 0) close(fd);
+            if (mem == MAP_FAILED) why = cat("mapping rank ", leader, "'s segment: ", std::strerror(errno));
+        }
     }
     const bool all_ok = boot.all(why.empty());
-    // Every local rank has mapped every segment (or given up): unlink now,
+    // Every local rank has mapped the segment (or given up): unlink it now,
     // so nothing is left behind whatever happens later.
-    if (fd >= 0) shm_unlink(name.c_str());
+    if (me == leader && !names[leader].empty()) shm_unlink(names[leader].c_str());
     if (!all_ok) {
-        if (!why.empty()) log(LogLevel::Warn, me, "shared memory for small messages unavailable (", why,
-                              "); every message goes through ", inner->name());
-        for (int r = 0; r < n; ++r)
-            if (segments[r]) munmap(segments[r], bytes);
-        if (mine != MAP_FAILED && !segments[me]) munmap(mine, bytes);
+        if (!why.empty())
+            log(LogLevel::Warn, me, "shared memory for small messages unavailable (", why,
+                "); every message goes through ", inner->name());
+        if (mem != MAP_FAILED) munmap(mem, bytes);
         return inner;
     }
-    return std::make_unique<ShmTransport>(std::move(inner), eager_bytes, std::move(local_index), std::move(segments),
-                                          std::move(pids), std::move(mapped_bytes));
+    return std::make_unique<ShmTransport>(std::move(inner), eager_bytes, std::move(local_index), mem, std::move(pids),
+                                          bytes);
 }
 
 }  // namespace chorus::net

@@ -1,17 +1,18 @@
-// Small messages between ranks on one host through shared memory, bigger
-// ones and other hosts through another transport (UCX).
+// Small messages between ranks on one host through shared memory (Chorus's
+// own, one segment per communicator: shm_segment.h), bigger ones and other
+// hosts through another transport (UCX); and the publish slots of the small
+// collectives when every rank of the communicator is on this host.
 //
-// Each rank owns one receive segment with a ring of slots per local sender.
-// A sender copies a message of at most eager_bytes into its next slots in
-// the receiver's ring, a fragment of up to kSlotPayload bytes per slot, and
-// raises each slot's flag; the receiver, in progress(), takes fragments in
-// order, matches a message's first fragment with a posted receive on
+// A sender copies a message of at most eager_bytes into cells of the
+// receiver's inbound queue, a fragment of up to kCellPayload bytes per cell,
+// and hands each cell over; the receiver, in progress(), takes cells in
+// order (fragments of different senders may interleave: each sender's are in
+// order), matches a message's first fragment with a posted receive on
 // (source, tag) and copies the fragments straight into its buffer (or keeps
-// the message until it is asked for). Sender and receiver copy at the same
-// time, fragment by fragment. A send completes as soon as its last fragment
-// is in the ring (fragments wait in order behind a full ring). Both sides
-// choose the path from the size alone, which they agree on (a receive is
-// posted with the exact size the sender sends).
+// the message until it is asked for). A send completes as soon as its last
+// fragment is in the queue (fragments wait in order behind a full queue).
+// Both sides choose the path from the size alone, which they agree on (a
+// receive is posted with the exact size the sender sends).
 //
 // This is what the MPI libraries' shared-memory transports do for latency: a
 // message is one copy in, one copy out and two cache-line handoffs, with no
@@ -26,34 +27,28 @@
 #include <vector>
 
 #include "net/bootstrap.h"
+#include "net/shm/shm_segment.h"
 #include "net/transport.h"
 
 namespace chorus::net {
 
 class ShmTransport final : public Transport {
 public:
-    // Segment geometry: slots per (sender, receiver) ring and payload bytes
-    // per slot (the largest message that goes through shared memory).
-    static constexpr size_t kSlots = 16;
-    static constexpr size_t kSlotPayload = 4096;
     // The largest eager_bytes: beyond, UCX's single copy (CMA) wins.
     static constexpr size_t kMaxEager = 256 * 1024;
-    // Bytes of one receive segment for `local` senders.
-    static size_t segment_bytes(int local);
-    // Prepare `mem` (segment_bytes(local) bytes) as an empty segment.
-    static void init_segment(void* mem, int local);
 
-    // Finds the ranks on this host, creates and maps the segments (unlinked
-    // as soon as every local rank has mapped them), and wraps `inner`.
-    // Collective over `boot`.
+    // Finds the ranks on this host, creates the segment (its first local
+    // rank does), maps it on every local rank (unlinked as soon as every
+    // local rank has), and wraps `inner`. Collective over `boot`.
     static std::unique_ptr<Transport> create(Bootstrap& boot, std::unique_ptr<Transport> inner, size_t eager_bytes);
 
     // From parts (tests: several ranks in one process). `local_index[r]` is
-    // r's index among the ranks on this host, or -1; `segments[r]` is local
-    // rank r's receive segment (mapped here); `pids[r]` its process id, or 0
-    // when liveness is not to be checked.
-    ShmTransport(std::unique_ptr<Transport> inner, size_t eager_bytes, std::vector<int> local_index,
-                 std::vector<void*> segments, std::vector<int> pids, std::vector<size_t> mapped_bytes = {});
+    // r's index among the ranks on this host, or -1; `segment` is the host's
+    // segment (Segment::init'ed for as many ranks as have an index), mapped
+    // here; `pids[r]` r's process id, or 0 when liveness is not to be checked.
+    // With `mapped_bytes`, the transport unmaps the segment when destroyed.
+    ShmTransport(std::unique_ptr<Transport> inner, size_t eager_bytes, std::vector<int> local_index, void* segment,
+                 std::vector<int> pids, size_t mapped_bytes = 0);
     ~ShmTransport() override;
     ShmTransport(const ShmTransport&) = delete;
     ShmTransport& operator=(const ShmTransport&) = delete;
@@ -64,6 +59,7 @@ public:
     Handle recv(int peer, Tag tag, void* buf, size_t bytes) override;
     bool test(Handle handle) override;
     void cancel(Handle handle) override;
+    void wait_cancelled() override { inner_->wait_cancelled(); }
     bool progress() override;
     void check_peers() override;
     void settle() override;
@@ -71,6 +67,18 @@ public:
     bool device_memory() const override { return inner_->device_memory(); }
     size_t host_only_max() const override { return eager_; }
     const char* name() const override { return inner_->name(); }
+    // Notices go through the inner transport.
+    void notify(int peer, const std::string& notice) override { inner_->notify(peer, notice); }
+    bool poll_notice(int* source, std::string* notice) override { return inner_->poll_notice(source, notice); }
+    void flush_notices(int ms) override { inner_->flush_notices(ms); }
+
+    size_t slot_bytes() const override { return all_local_ ? shm::kPubBytes : 0; }
+    char* slot(int rank, uint64_t n) override;
+    bool slot_free(uint64_t n) override;
+    void publish(uint64_t n) override;
+    bool published(int rank, uint64_t n) override;
+    void slot_done(uint64_t n) override;
+    void slot_memory(void** base, size_t* bytes) const override;
 
 private:
     struct Request;
@@ -84,39 +92,42 @@ private:
     struct Incoming {
         bool active = false;
         size_t total = 0, got = 0;
-        char* dst = nullptr;                 // where fragments go (null: discarded)
-        struct Request* req = nullptr;       // the receive it completes, or
-        Message* msg = nullptr;              // the unexpected message it fills
+        char* dst = nullptr;            // where fragments go (null: discarded)
+        struct Request* req = nullptr;  // the receive it completes, or
+        Message* msg = nullptr;         // the unexpected message it fills
     };
     struct Peer {
-        int local = -1;            // index among this host's ranks, -1 elsewhere
-        void* ring_out = nullptr;  // my ring in the peer's segment
-        void* ring_in = nullptr;   // the peer's ring in my segment
-        uint64_t next_out = 0, next_in = 0;
-        std::deque<Request*> waiting_sends;  // behind a full ring, in order
+        int local = -1;                      // index among this host's ranks, -1 elsewhere
+        std::deque<Request*> waiting_sends;  // behind a full queue, in order
         std::vector<Request*> posted;        // receives not matched yet
         std::list<Message> unexpected;       // messages not asked for yet
         Incoming in;
-        bool dead = false;
         int pid = 0;
     };
     bool small(int peer, size_t bytes) const { return bytes <= eager_ && peers_[peer].local >= 0; }
-    // Put fragments of a message, from byte *sent on, while slots are free;
-    // true once the whole message is in the ring.
-    bool put(Peer& p, Tag tag, const void* buf, size_t bytes, size_t* sent);
+    // Put fragments of a message into `peer`'s queue, from byte *sent on,
+    // while cells are free; true once the whole message is in.
+    bool put(int peer, Tag tag, const void* buf, size_t bytes, size_t* sent);
     void finish_incoming(Peer& p);
-    bool poll_in(int source);
+    bool poll_queue();
+    bool push_waiting();
     Request* new_request();
     Handle wrap(Handle inner, int peer);  // an inner transport's transfer
     void free_request(Request* r);
-    [[noreturn]] void peer_failed(int peer) const;
+    [[noreturn]] void peer_failed() const;
 
     std::unique_ptr<Transport> inner_;
     size_t eager_;
+    shm::Segment seg_;
+    int me_local_ = 0;
+    bool all_local_ = false;  // every rank of the communicator is on this host
     std::vector<Peer> peers_;
-    std::vector<int> local_sources_;  // ranks with a ring into this one
-    std::vector<void*> mapped_;       // segments to unmap (create() only)
-    std::vector<size_t> mapped_bytes_;
+    std::vector<int> local_ranks_;  // communicator ranks by local index
+    uint64_t head_ = 0;             // the next cell of this rank's queue to take
+    std::vector<int> blocked_;      // peers with sends waiting for free cells
+    size_t mapped_bytes_ = 0;
+    int dead_ = -1;  // a local rank found dead: shared memory can no longer be trusted
+    SlotCount done_;
     std::vector<Request*> spare_;
     size_t inner_pending_ = 0;  // the inner transport's transfers in flight
     bool inner_used_ = false;   // since the last settle()

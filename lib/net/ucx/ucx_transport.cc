@@ -1,46 +1,47 @@
 #include "net/ucx/ucx_transport.h"
 
-#include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdlib>
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "base/error.h"
+#include "net/host.h"
+#include "net/ucx/ucx_retired.h"
+#include "net/ucx/ucx_status.h"
 
 namespace chorus::net {
 
 namespace {
 
-
-chorus_result_t classify(ucs_status_t status) {
-    switch (status) {
-        case UCS_ERR_MESSAGE_TRUNCATED: return CHORUS_ERR_MISMATCH;
-        case UCS_ERR_ENDPOINT_TIMEOUT:
-        case UCS_ERR_CONNECTION_RESET:
-        case UCS_ERR_UNREACHABLE:
-        case UCS_ERR_REJECTED: return CHORUS_ERR_PEER_FAILED;
-        case UCS_ERR_NO_MEMORY: return CHORUS_ERR_OUT_OF_MEMORY;
-        default: return CHORUS_ERR_TRANSPORT;
-    }
-}
-
-void check_ucs(ucs_status_t status, const char* what) {
-    if (status != UCS_OK) fail(classify(status), "UCX ", what, ": ", ucs_status_string(status));
-}
-
 // Each posted transfer remembers its peer so failures can name it. It lives
-// in the space UCX reserves in every request (ucp_params_t::request_size),
-// so a transfer in flight costs no allocation of ours: the handle is the
+// in the space UCX reserves in every request (UcxContext::request_bytes), so
+// a transfer in flight costs no allocation of ours: the handle is the
 // request itself.
 struct Pending {
     int peer;
     bool is_recv;
     size_t bytes;
 };
+static_assert(sizeof(Pending) <= 32, "Pending fits UCX's request space");
 
-Pending* pending_of(void* request) { return static_cast<Pending*>(request); }
+Pending* pending_of(void* request) {
+    return static_cast<Pending*>(request);
+}
+
+// How long a cancelled receive or a forced endpoint close may take to end
+// (they need only this rank's progress).
+constexpr int kCloseMs = 2000;
+// How long teardown progresses its endpoints' flush itself before leaving
+// the rest to the background.
+constexpr int kSettleMs = 20;
+// How long an abandoned send may take to end (see wait_cancelled).
+constexpr int kCancelSendMs = 200;
+
+// Notices: from any source (the mask leaves out the source bits).
+constexpr Tag kNoticeTag = kNoticeSeq << kTagStepBits;
+constexpr Tag kNoticeMask = (Tag(1) << (kTagSeqBits + kTagStepBits)) - 1;
 
 }  // namespace
 
@@ -50,138 +51,140 @@ void UcxTransport::on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
 }
 
 UcxTransport::UcxTransport(Bootstrap& boot, bool peer_errors)
-    : boot_(boot), rank_(boot.rank()), size_(boot.size()) {
-    if (size_ > kMaxRanks) fail(CHORUS_ERR_UNSUPPORTED, "communicator of ", size_, " ranks: at most ", kMaxRanks);
+    : rank_(boot.rank()), size_(boot.size()), peer_errors_(peer_errors) {
+    progress_retired();
+    // Each rank's blob: pid, host identity, then its worker address.
+    std::vector<std::string> blobs;
+    try {
+        blobs = allgather_agreed(boot, [&] {
+            if (size_ > kMaxRanks)
+                fail(CHORUS_ERR_UNSUPPORTED, "communicator of ", size_, " ranks: at most ", kMaxRanks);
+            context_ = UcxContext::get();
+            ucp_worker_params_t wparams{};
+            wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+            wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+            check_ucs(ucp_worker_create(context_->handle(), &wparams, &worker_), "ucp_worker_create");
+            ucp_address_t* addr = nullptr;
+            size_t addr_len = 0;
+            check_ucs(ucp_worker_get_address(worker_, &addr, &addr_len), "ucp_worker_get_address");
+            int pid = static_cast<int>(getpid());
+            std::string mine(reinterpret_cast<const char*>(&pid), sizeof pid);
+            mine += host_identity() + '\0';
+            mine.append(reinterpret_cast<const char*>(addr), addr_len);
+            ucp_worker_release_address(worker_, addr);
+            return mine;
+        });
+    } catch (...) {
+        if (worker_) ucp_worker_destroy(worker_);
+        throw;
+    }
+    peer_pid_.assign(size_, 0);
+    addresses_.resize(size_);
+    for (int r = 0; r < size_; ++r) {
+        const std::string& b = blobs[r];
+        size_t end = b.find('\0', sizeof(int));
+        // Only a peer on this host can be checked for life by its pid.
+        if (b.compare(sizeof(int), end - sizeof(int), host_identity()) == 0) {
+            std::memcpy(&peer_pid_[r], b.data(), sizeof(int));
+            local_ranks_ += r != rank_;
+        }
+        addresses_[r] = b.substr(end + 1);
+    }
+    peer_pid_[rank_] = 0;
+    eps_.assign(size_, nullptr);
     peer_status_ = std::vector<std::atomic<int>>(size_);
     peer_args_.resize(size_);
     for (int i = 0; i < size_; ++i) peer_args_[i] = {this, i};
-
-    if (peer_errors) setenv("UCX_KEEPALIVE_INTERVAL", "200ms", /*overwrite=*/0);
-    ucp_config_t* config = nullptr;
-    check_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
-    // A peer that dies while this rank only waits to receive from it is
-    // found by UCX's keepalive, whose default period (tens of seconds) is too
-    // slow to report a dead peer promptly. UCX's transports read it from the
-    // environment (ucp_config_modify does not reach them); the user's own
-    // setting wins.
-    ucp_params_t params{};
-    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME | UCP_PARAM_FIELD_REQUEST_SIZE;
-    params.features = UCP_FEATURE_TAG;
-    params.request_size = sizeof(Pending);
-    params.name = "chorus";
-    ucs_status_t st = ucp_init(&params, config, &context_);
-    ucp_config_release(config);
-    check_ucs(st, "ucp_init");
-
-    try {
-        // Whether this UCX moves CUDA memory itself (built with CUDA, and its
-        // cuda transports loaded); otherwise device buffers are staged.
-        ucp_context_attr_t attr{};
-        attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
-        if (ucp_context_query(context_, &attr) == UCS_OK)
-            device_memory_ = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
-
-        ucp_worker_params_t wparams{};
-        wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-        wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
-        check_ucs(ucp_worker_create(context_, &wparams, &worker_), "ucp_worker_create");
-
-        ucp_address_t* addr = nullptr;
-        size_t addr_len = 0;
-        check_ucs(ucp_worker_get_address(worker_, &addr, &addr_len), "ucp_worker_get_address");
-        // Each rank's blob: pid, host name, then its worker address.
-        char host[256] = {};
-        gethostname(host, sizeof host - 1);
-        int pid = static_cast<int>(getpid());
-        std::string mine(reinterpret_cast<const char*>(&pid), sizeof pid);
-        mine += std::string(host) + '\0';
-        mine.append(reinterpret_cast<const char*>(addr), addr_len);
-        ucp_worker_release_address(worker_, addr);
-        std::vector<std::string> addrs = boot_.allgather(mine);
-        peer_pid_.assign(size_, 0);
-        for (int r = 0; r < size_; ++r) {
-            std::memcpy(&peer_pid_[r], addrs[r].data(), sizeof(int));
-            size_t end = addrs[r].find('\0', sizeof(int));
-            // Only a peer on this host can be checked for life by its pid.
-            if (addrs[r].compare(sizeof(int), end - sizeof(int), host) != 0) peer_pid_[r] = 0;
-            addrs[r].erase(0, end + 1);
-        }
-
-        eps_.assign(size_, nullptr);
-        for (int peer = 0; peer < size_; ++peer) {
-            if (peer == rank_) continue;
-            ucp_ep_params_t ep{};
-            ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                            UCP_EP_PARAM_FIELD_ERR_HANDLER;
-            ep.address = reinterpret_cast<const ucp_address_t*>(addrs[peer].data());
-            // Peer error handling: a peer that dies becomes an error on its
-            // endpoint (UCX keepalive) instead of a hang.
-            ep.err_mode = peer_errors ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
-            ep.err_handler.cb = &UcxTransport::on_peer_error;
-            ep.err_handler.arg = &peer_args_[peer];
-            check_ucs(ucp_ep_create(worker_, &ep, &eps_[peer]), "ucp_ep_create");
-        }
-        // Every endpoint exists before anyone sends.
-        boot_.barrier([this] { ucp_worker_progress(worker_); });
-    } catch (...) {
-        for (auto& e : eps_)
-            if (e) {
-                ucp_request_param_t p{};
-                p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-                p.flags = UCP_EP_CLOSE_FLAG_FORCE;
-                ucs_status_ptr_t r = ucp_ep_close_nbx(e, &p);
-                if (UCS_PTR_IS_PTR(r)) {
-                    while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(worker_);
-                    ucp_request_free(r);
-                }
-            }
-        if (worker_) ucp_worker_destroy(worker_);
-        ucp_cleanup(context_);
-        throw;
-    }
+    notice_in_ = std::make_unique<std::string>(kMaxNotice, '\0');
+    post_notice_recv();
 }
 
 UcxTransport::~UcxTransport() {
-    try {
-        // Every rank has finished its operations before endpoints close.
-        boot_.barrier([this] { ucp_worker_progress(worker_); });
-        close_endpoints();
-        boot_.barrier([this] { ucp_worker_progress(worker_); });
-    } catch (...) {
-        // Destruction must not throw; the worker is torn down regardless.
+    wait_cancelled();
+    std::vector<ucs_status_ptr_t> pending;
+    std::vector<std::unique_ptr<std::string>> buffers;
+    if (notice_recv_) {
+        ucp_request_cancel(worker_, notice_recv_);
+        pending.push_back(notice_recv_);
     }
-    ucp_worker_destroy(worker_);
-    ucp_cleanup(context_);
-}
-
-void UcxTransport::close_endpoints() {
-    std::vector<ucs_status_ptr_t> closing;
+    buffers.push_back(std::move(notice_in_));
+    for (auto& n : notices_out_) {
+        pending.push_back(n.first);
+        buffers.push_back(std::move(n.second));
+    }
     for (int peer = 0; peer < size_; ++peer) {
         if (!eps_[peer]) continue;
         ucp_request_param_t p{};
         p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        // A failed peer cannot take part in a flush.
+        p.flags = peer_status_[peer].load() ? UCP_EP_CLOSE_FLAG_FORCE : 0;
         ucs_status_ptr_t r = ucp_ep_close_nbx(eps_[peer], &p);
-        if (UCS_PTR_IS_PTR(r)) closing.push_back(r);
-        eps_[peer] = nullptr;
+        if (UCS_PTR_IS_PTR(r)) pending.push_back(r);
     }
-    for (ucs_status_ptr_t r : closing) {
-        while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(worker_);
-        ucp_request_free(r);
+    // Usually everything has ended after a few rounds (shared memory, or a
+    // peer that is progressing too); otherwise it goes on in the background.
+    int final_ms = 0;
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(finalizing(&final_ms) ? final_ms : kSettleMs);
+    while (!pending.empty()) {
+        ucp_worker_progress(worker_);
+        for (size_t i = 0; i < pending.size();) {
+            if (ucp_request_check_status(pending[i]) == UCS_INPROGRESS) {
+                ++i;
+                continue;
+            }
+            ucp_request_free(pending[i]);
+            pending[i] = pending.back();
+            pending.pop_back();
+        }
+        if (std::chrono::steady_clock::now() > deadline) break;
     }
+    if (pending.empty())
+        ucp_worker_destroy(worker_);
+    else
+        retire_worker(worker_, std::move(pending), std::move(buffers), context_);
+    progress_retired();
+}
+
+ucp_ep_h UcxTransport::endpoint(int peer) {
+    if (eps_[peer]) return eps_[peer];
+    ucp_ep_params_t ep{};
+    ep.field_mask =
+        UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.address = reinterpret_cast<const ucp_address_t*>(addresses_[peer].data());
+    // Peer error handling: a peer that dies becomes an error on its
+    // endpoint (UCX keepalive) instead of a hang.
+    ep.err_mode = peer_errors_ ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+    ep.err_handler.cb = &UcxTransport::on_peer_error;
+    ep.err_handler.arg = &peer_args_[peer];
+    check_ucs(ucp_ep_create(worker_, &ep, &eps_[peer]), cat("ucp_ep_create to rank ", peer).c_str());
+    return eps_[peer];
+}
+
+bool UcxTransport::finish(ucs_status_ptr_t request, int ms) {
+    if (!UCS_PTR_IS_PTR(request)) return true;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    unsigned polls = 0;
+    while (ucp_request_check_status(request) == UCS_INPROGRESS) {
+        ucp_worker_progress(worker_);
+        if ((++polls & 255) == 0 && std::chrono::steady_clock::now() > deadline) return false;
+    }
+    ucp_request_free(request);
+    return true;
 }
 
 void UcxTransport::check_peer(int peer) const {
     int st = peer_status_[peer].load(std::memory_order_relaxed);
-    if (st) fail(classify(static_cast<ucs_status_t>(st)), "UCX: rank ", peer, " failed: ",
-                 ucs_status_string(static_cast<ucs_status_t>(st)));
+    if (st)
+        fail(classify(static_cast<ucs_status_t>(st)), "UCX: rank ", peer,
+             " failed: ", ucs_status_string(static_cast<ucs_status_t>(st)));
 }
 
 Handle UcxTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
     check_peer(peer);
     ucp_request_param_t p{};
     p.op_attr_mask = 0;
-    ucs_status_ptr_t r = ucp_tag_send_nbx(eps_[peer], buf, bytes, tag, &p);
+    ucs_status_ptr_t r = ucp_tag_send_nbx(endpoint(peer), buf, bytes, tag, &p);
     if (r == nullptr) return nullptr;
     if (UCS_PTR_IS_ERR(r)) check_ucs(UCS_PTR_STATUS(r), cat("send to rank ", peer).c_str());
     *pending_of(r) = {peer, false, bytes};
@@ -198,11 +201,6 @@ Handle UcxTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
     if (UCS_PTR_IS_ERR(r)) check_ucs(UCS_PTR_STATUS(r), cat("receive from rank ", peer).c_str());
     *pending_of(r) = {peer, true, bytes};
     return r;
-}
-
-void UcxTransport::check_length(int peer, size_t got, size_t expected) {
-    if (got != expected)
-        fail(CHORUS_ERR_MISMATCH, "UCX: message from rank ", peer, " has ", got, " bytes, expected ", expected);
 }
 
 bool UcxTransport::test(Handle handle) {
@@ -228,34 +226,120 @@ bool UcxTransport::test(Handle handle) {
     if (st != UCS_OK)
         fail(classify(st), "UCX ", p.is_recv ? "receive from" : "send to", " rank ", p.peer, ": ",
              ucs_status_string(st));
-    if (p.is_recv) check_length(p.peer, got, p.bytes);
+    if (p.is_recv && got != p.bytes)
+        fail(CHORUS_ERR_MISMATCH, "UCX: message from rank ", p.peer, " has ", got, " bytes, expected ", p.bytes);
     return true;
 }
 
 void UcxTransport::cancel(Handle handle) {
     if (!handle) return;
-    if (ucp_request_check_status(handle) == UCS_INPROGRESS) ucp_request_cancel(worker_, handle);
-    ucp_request_free(handle);
+    if (ucp_request_check_status(handle) != UCS_INPROGRESS) {
+        ucp_request_free(handle);
+        return;
+    }
+    Pending p = *pending_of(handle);
+    if (p.is_recv) {
+        ucp_request_cancel(worker_, handle);
+    } else if (eps_[p.peer]) {
+        // UCX cannot cancel a send; closing its endpoint by force ends
+        // every transfer on it (a rendezvous may otherwise go on reading
+        // the buffer after the caller has moved on).
+        ucp_request_param_t rp{};
+        rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        ucs_status_ptr_t r = ucp_ep_close_nbx(eps_[p.peer], &rp);
+        eps_[p.peer] = nullptr;
+        if (UCS_PTR_IS_PTR(r)) cancelled_.push_back({r, p.peer, false});
+    }
+    cancelled_.push_back({handle, p.peer, p.is_recv});
 }
 
-bool UcxTransport::progress() { return ucp_worker_progress(worker_) != 0; }
+void UcxTransport::wait_cancelled() {
+    // A cancelled receive ends at once. A send ends when its endpoint's
+    // forced close reaches it or when the peer finishes a rendezvous read
+    // already under way (a peer that learnt of the failure starts none):
+    // waited for briefly. A dead peer reads nothing: not waited for. What
+    // has not ended by then is released to UCX, which frees it when it ends.
+    auto start = std::chrono::steady_clock::now();
+    for (const Cancelled& c : cancelled_) {
+        int bound = peer_status_[c.peer].load() ? 0 : c.is_recv ? kCloseMs : kCancelSendMs;
+        auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+        int ms = static_cast<int>(std::max<long>(0, bound - spent.count()));
+        if (!finish(c.request, ms)) ucp_request_free(c.request);
+    }
+    cancelled_.clear();
+}
+
+bool UcxTransport::progress() {
+    return ucp_worker_progress(worker_) != 0;
+}
 
 void UcxTransport::settle() {
     for (int i = 0; i < 64 && ucp_worker_progress(worker_) != 0; ++i) {
     }
 }
 
-int UcxTransport::local_ranks() const {
-    int n = 1;
-    for (int r = 0; r < size_; ++r) n += r != rank_ && peer_pid_[r] != 0;
-    return n;
+void UcxTransport::check_peers() {
+    progress_retired();
+    for (int r = 0; r < size_; ++r)
+        if (peer_pid_[r] && !peer_status_[r].load() && process_gone(peer_pid_[r]))
+            peer_status_[r].store(UCS_ERR_CONNECTION_RESET);
 }
 
-void UcxTransport::check_peers() {
-    for (int r = 0; r < size_; ++r) {
-        if (r == rank_ || !peer_pid_[r] || peer_status_[r].load()) continue;
-        if (kill(peer_pid_[r], 0) != 0 && errno == ESRCH) peer_status_[r].store(UCS_ERR_CONNECTION_RESET);
+void UcxTransport::post_notice_recv() {
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, notice_in_->data(), notice_in_->size(), kNoticeTag, kNoticeMask, &p);
+    notice_recv_ = UCS_PTR_IS_ERR(r) ? nullptr : r;
+}
+
+void UcxTransport::notify(int peer, const std::string& notice) {
+    if (peer == rank_ || peer_status_[peer].load()) return;
+    try {
+        auto text = std::make_unique<std::string>(notice.substr(0, kMaxNotice));
+        ucp_request_param_t p{};
+        p.op_attr_mask = 0;
+        ucs_status_ptr_t r =
+            ucp_tag_send_nbx(endpoint(peer), text->data(), text->size(), make_tag(rank_, kNoticeSeq, 0), &p);
+        if (UCS_PTR_IS_PTR(r)) notices_out_.emplace_back(r, std::move(text));
+    } catch (...) {
+        // A notice that cannot be sent is dropped: the peer learns of the
+        // failure by its own means.
     }
+}
+
+void UcxTransport::reap_notices() {
+    for (size_t i = 0; i < notices_out_.size();) {
+        if (ucp_request_check_status(notices_out_[i].first) == UCS_INPROGRESS) {
+            ++i;
+            continue;
+        }
+        ucp_request_free(notices_out_[i].first);
+        notices_out_.erase(notices_out_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+}
+
+void UcxTransport::flush_notices(int ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    for (reap_notices(); !notices_out_.empty() && std::chrono::steady_clock::now() < deadline; reap_notices())
+        ucp_worker_progress(worker_);
+}
+
+bool UcxTransport::poll_notice(int* source, std::string* notice) {
+    reap_notices();
+    if (!notice_recv_) return false;
+    ucp_tag_recv_info_t info{};
+    ucs_status_t st = ucp_tag_recv_request_test(notice_recv_, &info);
+    if (st == UCS_INPROGRESS) return false;
+    ucp_request_free(notice_recv_);
+    notice_recv_ = nullptr;
+    bool got = st == UCS_OK;
+    if (got) {
+        *source = static_cast<int>(info.sender_tag >> (kTagSeqBits + kTagStepBits));
+        notice->assign(notice_in_->data(), info.length);
+    }
+    post_notice_recv();
+    return got;
 }
 
 }  // namespace chorus::net

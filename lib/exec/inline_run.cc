@@ -1,0 +1,56 @@
+#include "exec/inline_run.h"
+
+#include <cstring>
+
+#include "reduce/host_reducer.h"
+
+namespace chorus {
+
+namespace {
+
+char* at(net::Transport& t, const Buffers& b, Region r) {
+    switch (r.buf) {
+        case Buf::Send: return const_cast<char*>(static_cast<const char*>(b.send)) + r.offset;
+        case Buf::Recv: return static_cast<char*>(b.recv) + r.offset;
+        case Buf::Scratch: return static_cast<char*>(b.scratch) + r.offset;
+        case Buf::Slot: return t.slot(r.peer, b.slot_op) + r.offset;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsigned polls) {
+    const auto& steps = s.steps();
+    for (size_t k = 0; k < steps.size(); ++k) {
+        const Step& st = steps[k];
+        switch (st.kind) {
+            case StepKind::Publish: {
+                for (unsigned i = 0; !t.slot_free(b.slot_op); ++i)
+                    if (i == polls) return k;
+                if (st.bytes) std::memcpy(at(t, b, st.dst), at(t, b, st.src), st.bytes);
+                t.publish(b.slot_op);
+                break;
+            }
+            case StepKind::Await:
+                for (unsigned i = 0; !t.published(st.peer, b.slot_op); ++i)
+                    if (i == polls) return k;
+                break;
+            case StepKind::Reduce:
+                host_reduce(s.dtype(), s.op(), at(t, b, st.dst), at(t, b, st.src), at(t, b, st.src2), st.count);
+                break;
+            case StepKind::Copy: {
+                char *dst = at(t, b, st.dst), *src = at(t, b, st.src);
+                if (dst != src) std::memcpy(dst, src, st.bytes);
+                break;
+            }
+            case StepKind::Divide: host_divide(s.dtype(), at(t, b, st.dst), st.count, s.divisor()); break;
+            case StepKind::Send:
+            case StepKind::Recv: fail(CHORUS_ERR_INTERNAL, "run_in_order: a schedule with transfers");
+        }
+    }
+    if (s.uses_slots()) t.slot_done(b.slot_op);
+    return steps.size();
+}
+
+}  // namespace chorus

@@ -1,0 +1,23 @@
+// A schedule without transfers (local steps and publish slots: a flat
+// collective, or any collective on one rank) run on the calling thread, in
+// step order, on host buffers: the way the smallest collectives complete
+// without an executor. It spins at most `polls` times at a publish whose
+// slot is still being read or an await whose peer has not published; it
+// then stops, and an Executor started with the steps done so far finishes
+// the schedule (Executor::reset's `done`). Steps are built after the steps
+// they depend on, so step order is a valid order.
+#pragma once
+
+#include <cstddef>
+
+#include "exec/executor.h"
+#include "exec/schedule.h"
+#include "net/transport.h"
+
+namespace chorus {
+
+// The number of steps done (all of them: the schedule has finished, and its
+// slot operation is released).
+size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsigned polls);
+
+}  // namespace chorus
