@@ -3,15 +3,19 @@
 // every survivor must return an error promptly, naming the peer, and every
 // later call must say the communicator failed. Each survivor writes its
 // verdict to DIR/rank-N.txt for test/run_fault.sh to check (after a rank
-// dies, MPI itself can no longer be trusted to collect results).
+// dies, MPI itself can no longer be trusted to collect results). COUNT
+// floats per all-reduce (default 2^20, over UCX); a few go through the
+// shared segment of the ranks of one host, where only the dead process
+// itself tells.
 //
-//   fault_test kill|stop|exit DIR
+//   fault_test kill|stop|exit DIR [COUNT]
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,11 +23,16 @@
 #include "chorus.h"
 
 int main(int argc, char** argv) {
-    if (argc != 3) {
-        std::fprintf(stderr, "usage: fault_test kill|stop|exit DIR\n");
+    if (argc != 3 && argc != 4) {
+        std::fprintf(stderr, "usage: fault_test kill|stop|exit DIR [COUNT]\n");
         return 2;
     }
     std::string mode = argv[1], dir = argv[2];
+    const long count = argc == 4 ? std::atol(argv[3]) : 1L << 20;
+    if (count <= 0) {
+        std::fprintf(stderr, "fault_test: COUNT must be a positive number, not '%s'\n", argv[3]);
+        return 2;
+    }
     if (mode != "kill" && mode != "stop" && mode != "exit") {
         std::fprintf(stderr, "fault_test: unknown mode '%s' (kill, stop or exit)\n", mode.c_str());
         return 2;
@@ -41,7 +50,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "create failed: %s\n", chorus_comm_last_error(nullptr));
         return 1;
     }
-    std::vector<float> buf(1 << 20, 1.0f);
+    std::vector<float> buf(static_cast<size_t>(count), 1.0f);
     chorus_result_t rc =
         chorus_allreduce(buf.data(), buf.data(), buf.size(), CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
     MPI_Barrier(MPI_COMM_WORLD);

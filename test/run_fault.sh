@@ -5,7 +5,8 @@
 # ARGS are the launcher's own options that keep the survivors running (Open
 # MPI: --mca orte_enable_recovery 1 --mca orte_abort_on_non_zero_status 0;
 # MPICH's hydra: -disable-auto-cleanup); TEST_MPI_ENV_FLAG (-x, or hydra's
-# -genv) passes variables to the ranks.
+# -genv) passes variables to the ranks. FAULT_EXTRA: more launcher options;
+# FAULT_ARGS: more arguments of the program, after DIR.
 set -u
 mpirun=$1 prog=$2 mode=$3 np=$4
 shift 4
@@ -14,7 +15,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 start=$(date +%s.%N)
 timeout 120 "$mpirun" -np "$np" "$@" \
-  "$env_flag" CHORUS_TIMEOUT_MS=${FAULT_TIMEOUT_MS:-3000} ${FAULT_EXTRA:-} "$env_flag" CHORUS_LOG=error "$prog" "$mode" "$dir" >"$dir/out.log" 2>&1
+  "$env_flag" CHORUS_TIMEOUT_MS=${FAULT_TIMEOUT_MS:-3000} ${FAULT_EXTRA:-} "$env_flag" CHORUS_LOG=error "$prog" "$mode" "$dir" ${FAULT_ARGS:-} >"$dir/out.log" 2>&1
 status=$?
 end=$(date +%s.%N)
 survivors=$((np - 1))
