@@ -183,6 +183,16 @@ chorus_result_t chorus_comm_destroy(chorus_comm_t comm);
  * it to give up on a collective that a failed peer will never finish. */
 chorus_result_t chorus_comm_abort(chorus_comm_t comm);
 
+/* While a call on `comm` waits for its peers (a blocking collective, or
+ * chorus_wait on one of its requests), `fn(arg)` is called on the waiting
+ * thread after every 8 polls without progress. For a program that must keep
+ * another library's progress going meanwhile: the MPI interposer turns MPI's
+ * progress engine there, so that a peer blocked in MPI_Recv for this rank's
+ * earlier MPI_Isend is not stuck. `fn` must not call Chorus on `comm`.
+ * NULL removes it. Set it before other threads use the communicator. */
+typedef void (*chorus_idle_fn_t)(void* arg);
+chorus_result_t chorus_comm_set_idle(chorus_comm_t comm, chorus_idle_fn_t fn, void* arg);
+
 chorus_result_t chorus_comm_rank(chorus_comm_t comm, int* rank);
 chorus_result_t chorus_comm_size(chorus_comm_t comm, int* size);
 

@@ -11,7 +11,7 @@ namespace bench {
 
 namespace {
 
-enum LongOnly { kNoMpi = 256, kCsv, kJson };
+enum LongOnly { kNoMpi = 256, kCsv, kJson, kColdCache };
 
 bool parse_int(const char* text, long lo, int& out) {
     if (!text || !*text) return false;
@@ -97,6 +97,11 @@ void print_usage(FILE* out, const char* prog) {
                  "                          place at the root, as MPI_Bcast)\n"
                  "  -k, --root RANK         root of bcast and reduce (default 0)\n"
                  "      --no-mpi            skip the comparison with the MPI library's collective\n"
+                 "      --cold-cache        time every call on the next of a ring of buffer sets\n"
+                 "                          (together max(4 x last-level cache, 256 MiB), at most\n"
+                 "                          1 GiB or two sets), each rewritten by the program after\n"
+                 "                          its call: no library finds its data in a cache or its\n"
+                 "                          pages pinned by the call before (host buffers only)\n"
                  "      --csv FILE          also write the results as CSV\n"
                  "      --json FILE         also write the results as JSON\n"
                  "  -h, --help              this help\n"
@@ -128,6 +133,7 @@ ParseStatus parse_options(int argc, char** argv, Options& o, std::string& error)
         {"in-place", no_argument, nullptr, 'l'},
         {"root", required_argument, nullptr, 'k'},
         {"no-mpi", no_argument, nullptr, kNoMpi},
+        {"cold-cache", no_argument, nullptr, kColdCache},
         {"csv", required_argument, nullptr, kCsv},
         {"json", required_argument, nullptr, kJson},
         {"help", no_argument, nullptr, 'h'},
@@ -170,6 +176,7 @@ ParseStatus parse_options(int argc, char** argv, Options& o, std::string& error)
                 }
                 break;
             case kNoMpi: o.compare_mpi = false; break;
+            case kColdCache: o.cold_cache = true; break;
             case kCsv: o.csv_path = optarg; break;
             case kJson: o.json_path = optarg; break;
             case 'h': return ParseStatus::kHelp;
@@ -196,6 +203,10 @@ ParseStatus parse_options(int argc, char** argv, Options& o, std::string& error)
     }
     if (!(o.op = find_op(op))) {
         error = "unknown op '" + op + "' (want one of: " + op_names() + ")";
+        return ParseStatus::kError;
+    }
+    if (o.cold_cache && o.device != "host") {
+        error = "--cold-cache takes host buffers only (not -d " + o.device + ")";
         return ParseStatus::kError;
     }
     if (o.min_size > o.max_size) {

@@ -21,6 +21,7 @@ struct Options {
     bool full = false;
     bool in_place = false;
     bool compare_mpi = true;
+    bool cold_cache = false;
     int root = 0;
     const TypeInfo* type = nullptr;
     const OpInfo* op = nullptr;

@@ -91,7 +91,8 @@ void Report::print_header() {
     if (info_.uses_op) std::printf(" Op: %s.", info_.op.c_str());
     std::printf(" Ranks: %d.", info_.ranks);
     if (info_.root >= 0) std::printf(" Root: %d.", info_.root);
-    std::printf(" Buffers: %s%s.\n", info_.device.c_str(), info_.in_place ? ", in place" : "");
+    std::printf(" Buffers: %s%s%s.\n", info_.device.c_str(), info_.in_place ? ", in place" : "",
+                info_.cold_cache ? ", cold cache (a ring of buffer sets, rewritten between calls)" : "");
     if (device()) {
         std::printf("# MPI: host-staged (copy to the host, MPI on host buffers, copy back), timed end to end.\n");
         std::printf("# D2D: a device-to-device copy of the message size, bytes / time: a ceiling.\n");
@@ -163,6 +164,7 @@ bool Report::finish(std::string& error) {
     s += "  \"op\": " + (info_.uses_op ? json_string(info_.op) : std::string("null")) + ",\n";
     s += "  \"root\": " + (info_.root >= 0 ? std::to_string(info_.root) : std::string("null")) + ",\n";
     s += "  \"in_place\": " + std::string(info_.in_place ? "true" : "false") + ",\n";
+    s += "  \"cold_cache\": " + std::string(info_.cold_cache ? "true" : "false") + ",\n";
     s += "  \"device\": " + json_string(info_.device) + ",\n";
     s += "  \"hostname\": " + json_string(info_.hostname) + ",\n";
     s += "  \"date\": " + json_string(info_.date) + ",\n";

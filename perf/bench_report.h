@@ -20,6 +20,7 @@ struct RunInfo {
     int ranks = 0;
     int root = -1;  // -1: the collective has no root
     bool in_place = false;
+    bool cold_cache = false;
     bool uses_op = true;
     bool full = false;
     bool validate = false;

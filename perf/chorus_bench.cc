@@ -18,12 +18,13 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "bench_cold.h"
 #include "bench_options.h"
 #include "bench_report.h"
 #include "bench_types.h"
 #include "chorus.h"
 #include "cuda/cuda_runtime_api.h"
-#include "base/error.h"
 
 namespace {
 
@@ -212,11 +213,13 @@ void check_chorus(chorus_result_t rc, const char* what, size_t bytes, chorus_com
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-// Sum over `iters` barrier-separated calls of each call's time, in seconds.
-template <typename Fn>
-double time_calls(int iters, Fn fn) {
+// Sum over `iters` barrier-separated calls of each call's time, in seconds;
+// `prepare` runs before each call, untimed.
+template <typename Prepare, typename Fn>
+double time_calls(int iters, Prepare prepare, Fn fn) {
     double total = 0;
     for (int i = 0; i < iters; ++i) {
+        prepare();
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = MPI_Wtime();
         fn();
@@ -303,7 +306,8 @@ int main_impl(int argc, char** argv, const World& w) {
     const size_t alloc_bytes = o.in_place ? std::max(send_bytes, recv_bytes) : send_bytes + recv_bytes;
     const size_t avail = mem_available_bytes();
     // Room for the libraries' own scratch: as much again as the buffers.
-    const size_t need = 2 * alloc_bytes * static_cast<size_t>(node_ranks);
+    const size_t cold_bytes = o.cold_cache ? ColdRing::arena_bytes(alloc_bytes) : 0;
+    const size_t need = (2 * alloc_bytes + cold_bytes) * static_cast<size_t>(node_ranks);
     const bool absurd = too_big;
     too_big = too_big || (avail > 0 && need > avail);
     if (any_rank(too_big)) {
@@ -312,7 +316,7 @@ int main_impl(int argc, char** argv, const World& w) {
         std::snprintf(msg, sizeof msg,
                       "message size %zu needs about %zu MiB per rank, %zu MiB for the %d ranks on "
                       "this node, but %zu MiB are available; lower -m MAX",
-                      max_bytes, (2 * alloc_bytes) >> 20, need >> 20, node_ranks, avail >> 20);
+                      max_bytes, (2 * alloc_bytes + cold_bytes) >> 20, need >> 20, node_ranks, avail >> 20);
         return plain_error(msg, 2);
     }
     // Host buffers (with -d cuda: pinned, the host side of the staged MPI
@@ -358,6 +362,11 @@ int main_impl(int argc, char** argv, const World& w) {
     }
     std::memset(buf_a, 0, a_bytes);
     if (buf_b) std::memset(buf_b, 0, recv_bytes);
+    ColdRing ring;
+    if (o.cold_cache && any_rank(!ring.allocate(alloc_bytes, alloc_error))) {
+        free_host();
+        return plain_error(alloc_error.empty() ? "--cold-cache: out of memory on another rank" : alloc_error, 2);
+    }
 
     RunInfo info;
     info.collective = coll->name;
@@ -370,6 +379,7 @@ int main_impl(int argc, char** argv, const World& w) {
     info.ranks = w.size;
     info.root = coll->has_root ? o.root : -1;
     info.in_place = o.in_place;
+    info.cold_cache = o.cold_cache;
     info.uses_op = coll->uses_op;
     info.full = o.full;
     info.validate = o.validate;
@@ -443,29 +453,39 @@ int main_impl(int argc, char** argv, const World& w) {
                           : bytes <= 8192  ? 1000
                                            : static_cast<int>(std::clamp<size_t>((size_t{1} << 30) / bytes, 10, 100));
         const int warmup = o.warmup >= 0 ? o.warmup : bytes <= 8192 ? 100 : std::max(2, iters / 10);
-        auto run_chorus = [&] { check_chorus(coll->chorus(c), coll->symbol, bytes, comm, w.rank); };
+        // --cold-cache: every timed call on the next set of the ring.
+        std::vector<Call> cold_calls;
+        if (ring.active()) {
+            const size_t a_used = o.in_place ? std::max(in_bytes, out_bytes) : in_bytes;
+            ring.layout(a_used, o.in_place ? 0 : out_bytes, buf_a);
+            for (size_t s = 0; s < ring.sets(); ++s) cold_calls.push_back(call_on(ring.a(s), ring.b(s)));
+        }
+        const Call* cur = &c;
+        auto prepare = [&] {
+            if (ring.active()) cur = &cold_calls[ring.next()];
+        };
+        auto run_chorus = [&] { check_chorus(coll->chorus(*cur), coll->symbol, bytes, comm, w.rank); };
         // With -d cuda, MPI runs on the host: the input comes down, the
         // output goes back up, inside the timed region.
         auto run_mpi = [&] {
             if (!cuda) {
-                coll->mpi(c);
+                coll->mpi(*cur);
                 return;
             }
             if (has_in) dev.download(const_cast<void*>(hc.send), c.send, in_bytes);
             coll->mpi(hc);
             // The broadcast root's output is its input (MPI_Bcast works in place).
-            if (has_out && !(coll->kind == Kind::kBcast && w.rank == o.root))
-                dev.upload(c.recv, hc.recv, out_bytes);
+            if (has_out && !(coll->kind == Kind::kBcast && w.rank == o.root)) dev.upload(c.recv, hc.recv, out_bytes);
         };
 
-        time_calls(warmup, run_chorus);
-        if (with_mpi) time_calls(warmup, run_mpi);
+        time_calls(warmup, prepare, run_chorus);
+        if (with_mpi) time_calls(warmup, prepare, run_mpi);
         const int blocks = with_mpi ? std::min(iters, 4) : 1;
         double t_chorus = 0, t_mpi = 0;
         for (int b = 0; b < blocks; ++b) {
             const int k = iters * (b + 1) / blocks - iters * b / blocks;
-            t_chorus += time_calls(k, run_chorus);
-            if (with_mpi) t_mpi += time_calls(k, run_mpi);
+            t_chorus += time_calls(k, prepare, run_chorus);
+            if (with_mpi) t_mpi += time_calls(k, prepare, run_mpi);
         }
         double copy_gbs = 0;
         if (cuda) {
@@ -501,6 +521,7 @@ int main_impl(int argc, char** argv, const World& w) {
                 fill_input(type, o.op->op, o.root, n, 0, send_w, l.send_elems);
             upload_all();
             MPI_Barrier(MPI_COMM_WORLD);
+            cur = &c;
             run_chorus();
             const bool checked = coll->kind != Kind::kReduce || w.rank == o.root;
             // The broadcast root works in place: its result is its input.

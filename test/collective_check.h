@@ -7,12 +7,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "emulated_device.h"
-#include "reduce/host_reducer.h"
 #include "loopback_driver.h"
+#include "reduce/host_reducer.h"
 #include "reference.h"
 
 namespace test {
@@ -39,6 +41,19 @@ inline std::string describe(const CollCase& c, int p) {
                        " root=", c.root, c.in_place ? " in-place" : "");
 }
 
+// The arguments of `c` on p ranks.
+inline CollArgs args_of(const CollCase& c, int p) {
+    CollArgs a;
+    a.coll = c.coll;
+    a.count = c.count;
+    a.counts = c.counts;
+    a.dtype = c.dt;
+    a.op = c.op;
+    a.root = c.root;
+    a.size = p;
+    return a;
+}
+
 // A group whose communicators force `algo` for the collective (or choose
 // automatically when algo is empty).
 inline chorus::Config forced(Collective coll, const std::string& algo, size_t chunk_bytes = 64 * 1024, int window = 4) {
@@ -59,18 +74,60 @@ struct Placement {
     bool via_stream = false;
 };
 
+// Run `args` on `group` with rank r's buffers `send[r]` and `recv[r]`, each
+// pointing into in[r] or out[r] (or null). On an emulated device the buffers
+// the collective sees are copies of in/out in memory of the chosen kind,
+// copied back after the run; with `via_stream` each input holds `poison`
+// until its rank's stream runs.
+inline std::vector<chorus_result_t> run_placed(LoopbackGroup& group, const CollArgs& args,
+                                               std::vector<std::vector<char>>& in, std::vector<std::vector<char>>& out,
+                                               const std::vector<const void*>& send, const std::vector<void*>& recv,
+                                               const Placement& place, std::string* error, char poison = '\x5a') {
+    const int p = group.size();
+    std::vector<const void*> run_send = send;
+    std::vector<void*> run_recv = recv, streams;
+    std::vector<void*> din(p, nullptr), dout(p, nullptr);
+    std::vector<EmulatedStream> user_streams(p);
+    if (place.mem) {
+        for (int r = 0; r < p; ++r) {
+            MemKind kin = place.kind(r, false), kout = place.kind(r, true);
+            din[r] = place.mem->clone(in[r].data(), in[r].size(), kin);
+            dout[r] = place.mem->clone(out[r].data(), out[r].size(), kout);
+            auto remap = [&](const void* q) -> char* {
+                auto a = static_cast<const char*>(q);
+                if (a >= in[r].data() && a < in[r].data() + in[r].size())
+                    return static_cast<char*>(din[r]) + (a - in[r].data());
+                return static_cast<char*>(dout[r]) + (a - out[r].data());
+            };
+            run_send[r] = send[r] ? remap(send[r]) : nullptr;
+            run_recv[r] = recv[r] ? remap(recv[r]) : nullptr;
+            if (place.via_stream) {
+                // The buffer holds poison until the stream's work runs.
+                std::memset(din[r], poison, in[r].size());
+                char* d = static_cast<char*>(din[r]);
+                const std::vector<char>* src = &in[r];
+                user_streams[r].work.push_back([d, src] { std::memcpy(d, src->data(), src->size()); });
+                streams.push_back(&user_streams[r]);
+            }
+        }
+    }
+    auto rc = group.run(args, run_send, run_recv, error, streams);
+    if (place.mem) {
+        for (int r = 0; r < p; ++r) {
+            std::memcpy(in[r].data(), din[r], in[r].size());
+            std::memcpy(out[r].data(), dout[r], out[r].size());
+            place.mem->free(din[r]);
+            place.mem->free(dout[r]);
+        }
+    }
+    return rc;
+}
+
 inline void check_collective(LoopbackGroup& group, const CollCase& c, const Placement& place = {}) {
     const int p = group.size();
     const size_t w = ref::esize(c.dt);
     const char poison = '\x5a';
-    CollArgs args;
-    args.coll = c.coll;
-    args.count = c.count;
-    args.counts = c.counts;
-    args.dtype = c.dt;
-    args.op = c.op;
-    args.root = c.root;
-    args.size = p;
+    const CollArgs args = args_of(c, p);
     const size_t total = c.coll == Collective::ReduceScatter ? args.total_count() : c.count;
 
     // Inputs and the expected output of every rank (in elements).
@@ -140,44 +197,8 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
         // the receive buffer as the API does.
         if (c.coll == Collective::Broadcast && r != c.root) send[r] = recv[r];
     }
-    // On an emulated device: the buffers the collective sees are copies of
-    // in/out in memory of the chosen kind, copied back after the run.
-    std::vector<const void*> run_send = send;
-    std::vector<void*> run_recv = recv, streams;
-    std::vector<void*> din(p, nullptr), dout(p, nullptr);
-    std::vector<EmulatedStream> user_streams(p);
-    if (place.mem) {
-        for (int r = 0; r < p; ++r) {
-            MemKind kin = place.kind(r, false), kout = place.kind(r, true);
-            din[r] = place.mem->clone(in[r].data(), in[r].size(), kin);
-            dout[r] = place.mem->clone(out[r].data(), out[r].size(), kout);
-            auto remap = [&](const void* q) -> char* {
-                auto a = static_cast<const char*>(q);
-                if (a >= in[r].data() && a < in[r].data() + in[r].size()) return static_cast<char*>(din[r]) + (a - in[r].data());
-                return static_cast<char*>(dout[r]) + (a - out[r].data());
-            };
-            run_send[r] = send[r] ? remap(send[r]) : nullptr;
-            run_recv[r] = recv[r] ? remap(recv[r]) : nullptr;
-            if (place.via_stream) {
-                // The buffer holds poison until the stream's work runs.
-                std::memset(din[r], poison, in[r].size());
-                char* d = static_cast<char*>(din[r]);
-                const std::vector<char>* src = &in[r];
-                user_streams[r].work.push_back([d, src] { std::memcpy(d, src->data(), src->size()); });
-                streams.push_back(&user_streams[r]);
-            }
-        }
-    }
     std::string error;
-    auto rc = group.run(args, run_send, run_recv, &error, streams);
-    if (place.mem) {
-        for (int r = 0; r < p; ++r) {
-            std::memcpy(in[r].data(), din[r], in[r].size());
-            std::memcpy(out[r].data(), dout[r], out[r].size());
-            place.mem->free(din[r]);
-            place.mem->free(dout[r]);
-        }
-    }
+    auto rc = run_placed(group, args, in, out, send, recv, place, &error, poison);
     INFO(describe(c, p) << " " << error);
     for (int r = 0; r < p; ++r) {
         INFO("rank " << r);
@@ -199,5 +220,34 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
         }
     }
 }
+
+// A loopback group whose ranks each have an emulated device over one shared
+// EmulatedMemory. `direct`: the transport takes device memory; otherwise
+// every device transfer must be staged through pinned host memory.
+struct DeviceGroup {
+    std::shared_ptr<EmulatedMemory> mem = std::make_shared<EmulatedMemory>();
+    std::vector<EmulatedDevice*> devices;
+    LoopbackGroup group;
+
+    DeviceGroup(int p, const chorus::Config& cfg, bool direct, bool rendezvous = false, int items_per_poll = 1)
+        : group(p, cfg, rendezvous, [this, items_per_poll] {
+              auto d = std::make_unique<EmulatedDevice>(mem, items_per_poll);
+              devices.push_back(d.get());
+              return d;
+          }) {
+        auto m = mem;
+        group.hub->emulate_device([m](const void* q) { return m->is_device(q); }, direct);
+    }
+    Placement place(std::function<MemKind(int, bool)> kind, bool via_stream = false) {
+        Placement pl;
+        pl.mem = mem.get();
+        pl.kind = std::move(kind);
+        pl.via_stream = via_stream;
+        return pl;
+    }
+    void check(const CollCase& c, std::function<MemKind(int, bool)> kind, bool via_stream = false) {
+        check_collective(group, c, place(std::move(kind), via_stream));
+    }
+};
 
 }  // namespace test

@@ -1,18 +1,19 @@
 // A peer dies (SIGKILL), stops (SIGSTOP) or exits abruptly (_exit, without
 // MPI_Finalize or Chorus's teardown) in the middle of a run of all-reduces;
-// every survivor must return an error promptly, naming the peer, and every
-// later call must say the communicator failed. Each survivor writes its
-// verdict to DIR/rank-N.txt for test/run_fault.sh to check (after a rank
-// dies, MPI itself can no longer be trusted to collect results). COUNT
-// floats per all-reduce (default 2^20, over UCX); a few go through the
-// shared segment of the ranks of one host, where only the dead process
-// itself tells.
+// every survivor must return an error promptly whose message names that
+// peer ("rank N", N the victim: the last rank), and every later call must
+// say the communicator failed. Each survivor writes its verdict to
+// DIR/rank-N.txt for test/run_fault.sh to check (after a rank dies, MPI
+// itself can no longer be trusted to collect results). COUNT floats per
+// all-reduce (default 2^20, over UCX); a few go through the shared segment
+// of the ranks of one host, where only the dead process itself tells.
 //
 //   fault_test kill|stop|exit DIR [COUNT]
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,21 @@
 #include <vector>
 
 #include "chorus.h"
+
+namespace {
+
+// Whether `message` names rank `peer` ("rank 2", but not "rank 21"). The
+// survivor's own rank ("on rank 0") never counts: the victim is another rank.
+bool names_rank(const std::string& message, int peer) {
+    const std::string name = "rank " + std::to_string(peer);
+    for (size_t at = message.find(name); at != std::string::npos; at = message.find(name, at + 1)) {
+        size_t end = at + name.size();
+        if (end == message.size() || !std::isdigit(static_cast<unsigned char>(message[end]))) return true;
+    }
+    return false;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     if (argc != 3 && argc != 4) {
@@ -72,17 +88,18 @@ int main(int argc, char** argv) {
 
     bool expected_code =
         mode != "stop" ? rc == CHORUS_ERR_PEER_FAILED : rc == CHORUS_ERR_TIMEOUT || rc == CHORUS_ERR_PEER_FAILED;
-    bool names_peer = message.find("rank " + std::to_string(victim)) != std::string::npos ||
-                      message.find("rank") != std::string::npos;
+    bool names_peer = names_rank(message, victim);
     // Destroying the communicator returns, though a peer is dead or stopped.
     bool destroyed = chorus_comm_destroy(comm) == CHORUS_SUCCESS;
     bool ok = expected_code && names_peer && later == CHORUS_ERR_COMM_FAILED && destroyed;
     // Written under another name first: a verdict is there whole or not at all.
     std::string path = dir + "/rank-" + std::to_string(rank) + ".txt", part = path + ".part";
     if (FILE* f = std::fopen(part.c_str(), "w")) {
-        std::fprintf(f, "%s rank %d: %s after %.3f s (%d calls); later call: %s; destroy %s; message: %s\n",
+        std::fprintf(f, "%s rank %d: %s after %.3f s (%d calls); later call: %s; destroy %s;%s message: %s\n",
                      ok ? "ok" : "FAIL", rank, chorus_get_error_string(rc), seconds, calls,
-                     chorus_get_error_string(later), destroyed ? "returned" : "failed", message.c_str());
+                     chorus_get_error_string(later), destroyed ? "returned" : "failed",
+                     names_peer ? "" : (" the message does not name rank " + std::to_string(victim) + ";").c_str(),
+                     message.c_str());
         std::fclose(f);
         std::rename(part.c_str(), path.c_str());
     }

@@ -5,6 +5,10 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "chorus.h"
 
 namespace mpitest {
 
@@ -27,6 +31,24 @@ inline bool all_ranks(bool ok) {
     MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     return all == 1;
 }
+
+// A communicator on MPI_COMM_WORLD that forces `algo` for `coll`
+// (CHORUS_ALGO is read at creation), with pipeline pieces of `chunk` bytes.
+// The caller checks `rc`.
+struct ForcedComm {
+    chorus_comm_t c = nullptr;
+    chorus_result_t rc;
+    ForcedComm(const std::string& coll, const std::string& algo, const char* chunk = "16K") {
+        setenv("CHORUS_ALGO", (coll + "=" + algo).c_str(), 1);
+        setenv("CHORUS_CHUNK_BYTES", chunk, 1);
+        rc = chorus_comm_create(MPI_COMM_WORLD, &c);
+        unsetenv("CHORUS_ALGO");
+        unsetenv("CHORUS_CHUNK_BYTES");
+    }
+    ~ForcedComm() { chorus_comm_destroy(c); }
+    ForcedComm(const ForcedComm&) = delete;
+    ForcedComm& operator=(const ForcedComm&) = delete;
+};
 
 // This process's resident memory in KiB.
 inline size_t rss_kib() {

@@ -18,28 +18,7 @@ using test::MemKind;
 
 namespace {
 
-struct DeviceGroup {
-    std::shared_ptr<test::EmulatedMemory> mem = std::make_shared<test::EmulatedMemory>();
-    std::vector<test::EmulatedDevice*> devices;
-    test::LoopbackGroup group;
-
-    DeviceGroup(int p, const chorus::Config& cfg, bool direct, bool rendezvous = false, int items_per_poll = 1)
-        : group(p, cfg, rendezvous, [this, items_per_poll] {
-              auto d = std::make_unique<test::EmulatedDevice>(mem, items_per_poll);
-              devices.push_back(d.get());
-              return d;
-          }) {
-        auto m = mem;
-        group.hub->emulate_device([m](const void* q) { return m->is_device(q); }, direct);
-    }
-    void check(const test::CollCase& c, std::function<MemKind(int, bool)> kind, bool via_stream = false) {
-        test::Placement place;
-        place.mem = mem.get();
-        place.kind = std::move(kind);
-        place.via_stream = via_stream;
-        test::check_collective(group, c, place);
-    }
-};
+using test::DeviceGroup;
 
 MemKind all_device(int, bool) { return MemKind::Device; }
 
@@ -133,6 +112,39 @@ TEST_CASE("device buffers: host input with device output on one rank, and the re
                 g.check(make_case(coll, 3333, p, CHORUS_INT16, CHORUS_MIN),
                         [](int r, bool out) { return (r + out) % 2 ? MemKind::Device : MemKind::Host; });
             }
+}
+
+TEST_CASE("device buffers: a reduce never touches a non-root's receive buffer", "[device]") {
+    // A non-root's send buffer on the device puts its operation on the
+    // device; its receive buffer (host memory of one byte, or NULL) must
+    // still be neither read nor written (the emulated device fails a copy
+    // that runs past the end of a buffer).
+    for (int p : {2, 3})
+        for (bool direct : {false, true}) {
+            DeviceGroup g(p, test::forced(Collective::Reduce, "", 4096, 4), direct);
+            chorus::coll::CollArgs args;
+            args.coll = Collective::Reduce;
+            args.count = 1001;
+            args.dtype = CHORUS_FLOAT32;
+            args.root = p - 1;
+            std::vector<float> in(args.count, 1.0f), out(args.count, 0.0f);
+            std::vector<const void*> send(p);
+            std::vector<void*> recv(p, nullptr);
+            for (int r = 0; r < p; ++r) {
+                send[r] = g.mem->clone(in.data(), in.size() * 4, MemKind::Device);
+                if (r == 0) recv[r] = g.mem->alloc(1, MemKind::Host);
+            }
+            recv[p - 1] = out.data();
+            std::string error;
+            auto rc = g.group.run(args, send, recv, &error);
+            for (int r = 0; r < p; ++r) {
+                INFO("p=" << p << (direct ? " direct" : " staged") << " rank " << r << error);
+                CHECK(rc[r] == CHORUS_SUCCESS);
+                g.mem->free(const_cast<void*>(send[r]));
+            }
+            g.mem->free(recv[0]);
+            CHECK(out[0] == static_cast<float>(p));
+        }
 }
 
 TEST_CASE("device buffers: the input is written on the caller's stream just before the call", "[device]") {

@@ -19,19 +19,12 @@ using mpitest::world_size;
 
 namespace {
 
-// A communicator that forces `algo` for `coll` (CHORUS_ALGO is read at
-// creation).
-struct Comm {
-    chorus_comm_t c = nullptr;
-    Comm(const std::string& coll, const std::string& algo) {
-        setenv("CHORUS_ALGO", (coll + "=" + algo).c_str(), 1);
-        setenv("CHORUS_CHUNK_BYTES", "16K", 1);  // several pieces per message
-        chorus_result_t rc = chorus_comm_create(MPI_COMM_WORLD, &c);
-        unsetenv("CHORUS_ALGO");
-        unsetenv("CHORUS_CHUNK_BYTES");
+// A communicator that forces `algo` for `coll`, with several pieces per
+// message.
+struct Comm : mpitest::ForcedComm {
+    Comm(const std::string& coll, const std::string& algo) : ForcedComm(coll, algo, "16K") {
         REQUIRE(rc == CHORUS_SUCCESS);
     }
-    ~Comm() { chorus_comm_destroy(c); }
 };
 
 const chorus_datatype_t kTypes[] = {CHORUS_INT8, CHORUS_UINT16, CHORUS_INT32, CHORUS_UINT64,

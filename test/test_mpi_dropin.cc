@@ -188,3 +188,30 @@ TEST_CASE("a failure at the start of an operation on one rank reaches every rank
     REQUIRE(all_ranks(rc == CHORUS_ERR_OUT_OF_MEMORY && took < 1.0));
     REQUIRE(chorus_comm_destroy(c) == CHORUS_SUCCESS);
 }
+
+namespace {
+void count_idle(void* arg) {
+    ++*static_cast<int*>(arg);
+}
+}  // namespace
+
+TEST_CASE("the idle hook runs while a blocking call waits for a late peer, and not once removed", "[mpi][dropin]") {
+    const int me = world_rank(), p = world_size();
+    chorus_comm_t c = nullptr;
+    REQUIRE(chorus_comm_create(MPI_COMM_WORLD, &c) == CHORUS_SUCCESS);
+    REQUIRE(chorus_comm_set_idle(nullptr, count_idle, nullptr) == CHORUS_ERR_INVALID_ARGUMENT);
+    int calls = 0;
+    REQUIRE(chorus_comm_set_idle(c, count_idle, &calls) == CHORUS_SUCCESS);
+    double x = 1, y = 0;
+    // Every rank but the last waits for it: the hook turns meanwhile.
+    if (me == p - 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    REQUIRE(chorus_allreduce(&x, &y, 1, CHORUS_FLOAT64, CHORUS_SUM, c, nullptr) == CHORUS_SUCCESS);
+    REQUIRE(y == p);
+    if (p > 1 && me != p - 1) CHECK(calls > 0);
+    REQUIRE(chorus_comm_set_idle(c, nullptr, nullptr) == CHORUS_SUCCESS);
+    const int before = calls;
+    if (me == p - 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    REQUIRE(chorus_allreduce(&x, &y, 1, CHORUS_FLOAT64, CHORUS_SUM, c, nullptr) == CHORUS_SUCCESS);
+    CHECK(calls == before);
+    REQUIRE(chorus_comm_destroy(c) == CHORUS_SUCCESS);
+}

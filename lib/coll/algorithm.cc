@@ -1,6 +1,7 @@
 #include "coll/algorithm.h"
 
 #include "base/error.h"
+#include "coll/one_sided_steps.h"
 #include "reduce/datatype.h"
 
 namespace chorus::coll {
@@ -42,6 +43,9 @@ bool any(const CollArgs&) {
 bool slots(const CollArgs& a) {
     return fits_slot(a);
 }
+bool one_sided(const CollArgs& a) {
+    return os_supported(a);
+}
 }  // namespace
 
 const std::vector<Algorithm>& algorithms_for(Collective c) {
@@ -50,27 +54,32 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Allreduce, "recursive_doubling", build_recursive_doubling_allreduce, any},
         {Collective::Allreduce, "rabenseifner", build_rabenseifner_allreduce, any},
         {Collective::Allreduce, "shm_flat", build_flat_allreduce, slots},
+        {Collective::Allreduce, "one_sided", build_one_sided_allreduce, one_sided},
     };
     static const std::vector<Algorithm> bcast = {
         {Collective::Broadcast, "binomial", build_binomial_bcast, any},
         {Collective::Broadcast, "chain", build_chain_bcast, any},
         {Collective::Broadcast, "scatter_allgather", build_scatter_allgather_bcast, any},
         {Collective::Broadcast, "shm_flat", build_flat_bcast, slots},
+        {Collective::Broadcast, "one_sided", build_one_sided_bcast, one_sided},
     };
     static const std::vector<Algorithm> reduce = {
         {Collective::Reduce, "binomial", build_binomial_reduce, any},
         {Collective::Reduce, "reduce_scatter_gather", build_reduce_scatter_gather_reduce, any},
         {Collective::Reduce, "shm_flat", build_flat_reduce, slots},
+        {Collective::Reduce, "one_sided", build_one_sided_reduce, one_sided},
     };
     static const std::vector<Algorithm> reduce_scatter = {
         {Collective::ReduceScatter, "halving", build_halving_reduce_scatter, any},
         {Collective::ReduceScatter, "ring", build_ring_reduce_scatter, any},
         {Collective::ReduceScatter, "shm_flat", build_flat_reduce_scatter, slots},
+        {Collective::ReduceScatter, "one_sided", build_one_sided_reduce_scatter, one_sided},
     };
     static const std::vector<Algorithm> allgather = {
         {Collective::Allgather, "ring", build_ring_allgather, any},
         {Collective::Allgather, "bruck", build_bruck_allgather, any},
         {Collective::Allgather, "shm_flat", build_flat_allgather, slots},
+        {Collective::Allgather, "one_sided", build_one_sided_allgather, one_sided},
     };
     switch (c) {
         case Collective::Allreduce: return allreduce;

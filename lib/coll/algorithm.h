@@ -41,6 +41,7 @@ struct CollArgs {
     size_t chunk_bytes = 256 * 1024;  // pipeline chunk
     int depth = 16;                   // chunks in flight per phase (scratch slots)
     size_t slot_bytes = 0;            // room in a publish slot (0: the ranks share no memory)
+    bool one_sided = false;           // every rank on one host, each reading the others' memory
 
     // reduce_scatter: elements of block i, and where it starts in Send.
     size_t block_count(int i) const { return counts.empty() ? count : counts[i]; }
@@ -85,6 +86,12 @@ std::unique_ptr<Schedule> build_flat_bcast(const CollArgs& args);
 std::unique_ptr<Schedule> build_flat_reduce(const CollArgs& args);
 std::unique_ptr<Schedule> build_flat_reduce_scatter(const CollArgs& args);
 std::unique_ptr<Schedule> build_flat_allgather(const CollArgs& args);
+// One-sided steps (CollArgs::one_sided), one_sided_*.cc.
+std::unique_ptr<Schedule> build_one_sided_allreduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_one_sided_bcast(const CollArgs& args);
+std::unique_ptr<Schedule> build_one_sided_reduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_one_sided_reduce_scatter(const CollArgs& args);
+std::unique_ptr<Schedule> build_one_sided_allgather(const CollArgs& args);
 // Whether a message of this size class fits a publish slot.
 bool fits_slot(const CollArgs& args);
 

@@ -115,7 +115,25 @@ private:
         for (const Event& e : woken) complete(e.rank, e.step, std::max(e.time, t + p_.slot_us));
     }
 
+    // A one-sided pair: the copy runs on the CPU of the rank that gets or
+    // puts, once both sides are ready and the descriptor has arrived.
+    double copy_us(const Step& st) const {
+        if (st.kind == StepKind::Get && st.count) return us(st.count * esize_, p_.get_reduce_gbs);
+        return us(st.bytes, p_.get_gbs);
+    }
+    void one_sided(int src, StepId ks, double ts, int dst, StepId kr, double tr) {
+        const Step& st = (*scheds_)[dst]->steps()[kr];
+        double start = std::max({ts + p_.local_alpha_us, tr, cpu_[dst]});
+        cpu_[dst] = start + copy_us(st);
+        complete(dst, kr, cpu_[dst]);
+        complete(src, ks, cpu_[dst] + p_.local_alpha_us);
+    }
+
     void transfer(int src, StepId ks, double ts, int dst, StepId kr, double tr, size_t bytes) {
+        if ((*scheds_)[src]->steps()[ks].kind == StepKind::Expose) {
+            one_sided(src, ks, ts, dst, kr, tr);
+            return;
+        }
         double start = std::max({ts, tr, out_[src], in_[dst]});
         double wire = us(bytes, p_.bandwidth_gbs);
         out_[src] = in_[dst] = start + wire;
@@ -157,9 +175,13 @@ private:
                 return;
             }
             case StepKind::Send:
-            case StepKind::Recv: break;
+            case StepKind::Recv:
+            case StepKind::Expose:
+            case StepKind::Get:
+            case StepKind::Put: break;
         }
-        bool is_send = st.kind == StepKind::Send;
+        // An expose pairs like a send, a get or put like a receive.
+        bool is_send = st.kind == StepKind::Send || st.kind == StepKind::Expose;
         if (lockstep_) {
             mirror_step(e, st, is_send);
             return;
@@ -183,6 +205,13 @@ private:
     // Lockstep: rank 0 only. A receive with tag T arrives after rank 0's own
     // send with tag T starts (the peer, being symmetric, sends it then).
     void mirror_step(const Event& e, const Step& st, bool is_send) {
+        if (st.kind == StepKind::Expose) {
+            // The symmetric peer copies out of it as this rank copies.
+            sent_[st.tag] = e.time;
+            complete(0, e.step, e.time + 2 * p_.local_alpha_us + copy_us(st));
+            wake(st.tag, e.time);
+            return;
+        }
         if (is_send) {
             double& port = out_[0];
             double start = std::max(e.time, port);
@@ -190,11 +219,7 @@ private:
             port = start + wire;
             sent_[st.tag] = start;
             complete(0, e.step, start + alpha(st.bytes) + wire);
-            auto range = waiting_.equal_range(st.tag);
-            std::vector<Event> ready;
-            for (auto it = range.first; it != range.second; ++it) ready.push_back(it->second);
-            waiting_.erase(range.first, range.second);
-            for (const Event& r : ready) finish_recv(r, std::max(r.time, start));
+            wake(st.tag, start);
             return;
         }
         auto it = sent_.find(st.tag);
@@ -207,8 +232,22 @@ private:
         }
     }
 
+    void wake(uint32_t tag, double start) {
+        auto range = waiting_.equal_range(tag);
+        std::vector<Event> ready;
+        for (auto it = range.first; it != range.second; ++it) ready.push_back(it->second);
+        waiting_.erase(range.first, range.second);
+        for (const Event& r : ready) finish_recv(r, std::max(r.time, start));
+    }
+
     void finish_recv(const Event& e, double data_ready) {
         const Step& st = (*scheds_)[0]->steps()[e.step];
+        if (st.kind == StepKind::Get || st.kind == StepKind::Put) {
+            double start = std::max(data_ready + p_.local_alpha_us, cpu_[0]);
+            cpu_[0] = start + copy_us(st);
+            complete(0, e.step, cpu_[0]);
+            return;
+        }
         double start = std::max(data_ready, in_[0]);
         double wire = us(st.bytes, p_.bandwidth_gbs);
         in_[0] = start + wire;
@@ -218,7 +257,7 @@ private:
     bool has_send_tag(uint32_t tag) {
         if (send_tags_.empty())
             for (const Step& s : (*scheds_)[0]->steps())
-                if (s.kind == StepKind::Send) send_tags_.insert(s.tag);
+                if (s.kind == StepKind::Send || s.kind == StepKind::Expose) send_tags_.insert(s.tag);
         return send_tags_.count(tag) != 0;
     }
 

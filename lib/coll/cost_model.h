@@ -28,6 +28,13 @@ struct CostParams {
     bool all_local = false;
     double local_alpha_us = 0.3;
     double slot_us = 0.1;
+    // One-sided steps (single-copy access on one host): a get or put is a
+    // descriptor message (local_alpha_us), then the copy on the reader's (or
+    // writer's) CPU at get_gbs, or get_reduce_gbs of output for a get that
+    // reduces as it reads; the expose completes a reply later. The rates
+    // are those of two processes copying at once.
+    double get_gbs = 9.0;
+    double get_reduce_gbs = 7.0;
     // Every rank's schedule is simulated while the group's steps (this many
     // in all) fit; beyond, the model follows rank 0 alone and takes each
     // receive's sender to be as far along as rank 0 itself (a message with

@@ -156,6 +156,13 @@ chorus_result_t chorus_comm_abort(chorus_comm_t comm) {
     return CHORUS_SUCCESS;
 }
 
+chorus_result_t chorus_comm_set_idle(chorus_comm_t comm, chorus_idle_fn_t fn, void* arg) {
+    Communicator* c = live(comm, "chorus_comm_set_idle");
+    if (!c) return CHORUS_ERR_INVALID_ARGUMENT;
+    c->set_idle(fn, arg);
+    return CHORUS_SUCCESS;
+}
+
 chorus_result_t chorus_comm_rank(chorus_comm_t comm, int* rank) {
     Communicator* c = live(comm, "chorus_comm_rank");
     if (!c) return CHORUS_ERR_INVALID_ARGUMENT;

@@ -133,10 +133,19 @@ void Communicator::fill(coll::CollArgs& args) const {
     args.chunk_bytes = config_.chunk_bytes;
     args.depth = config_.window;
     args.slot_bytes = transport_->slot_bytes();
+    args.one_sided = transport_->one_sided();
 }
 
 Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* recvbuf, void* stream) {
-    if (failed_) fail(CHORUS_ERR_COMM_FAILED, "communicator failed earlier: ", failure_);
+    if (failed_ && next_seq_ >= failed_from_) {
+        // The operation a peer failed in fails here with the peer's error;
+        // the ones after it say the communicator failed.
+        if (next_seq_ == failed_from_ && failed_code_ != CHORUS_ERR_COMM_FAILED) {
+            next_seq_ = net::next_operation_seq(next_seq_);
+            fail(failed_code_, failure_);
+        }
+        fail(CHORUS_ERR_COMM_FAILED, "communicator failed earlier: ", failure_);
+    }
     fill(args);
     if (config_.check) check_agreement(args);
     const uint64_t seq = next_seq_;
@@ -151,9 +160,8 @@ Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* r
         if (next_seq_ == seq) next_seq_ = net::next_operation_seq(next_seq_);
         std::string why =
             cat(coll::collective_name(args.coll), " #", seq, " on rank ", rank(), " failed to start: ", e.what());
-        tell_peers(e.code(), why);
-        failed_ = true;
-        failure_ = why;
+        tell_peers(e.code(), seq, why);
+        mark_failed(seq, CHORUS_ERR_COMM_FAILED, why);
         throw Error(e.code(), why);
     }
 }
@@ -222,13 +230,10 @@ void Communicator::check_agreement(const coll::CollArgs& args) {
 
 void Communicator::abort(const std::string& why) {
     // The peers learn of it at once, whatever they are doing.
-    if (!failed_) tell_peers(CHORUS_ERR_COMM_FAILED, cat("rank ", rank(), " aborted: ", why));
+    if (!failed_) tell_peers(CHORUS_ERR_COMM_FAILED, 0, cat("rank ", rank(), " aborted: ", why));
     for (auto& op : ops_)
         if (!op->finished) fail_op(*op, CHORUS_ERR_COMM_FAILED, cat("aborted: ", why), false);
-    if (!failed_) {
-        failed_ = true;
-        failure_ = cat("aborted: ", why);
-    }
+    mark_failed(0, CHORUS_ERR_COMM_FAILED, cat("aborted: ", why));
 }
 
 void Communicator::fail_op(Operation& op, chorus_result_t code, const std::string& message, bool tell) {
@@ -238,14 +243,23 @@ void Communicator::fail_op(Operation& op, chorus_result_t code, const std::strin
                    datatype_name(op.args.dtype), ") on rank ", rank(), ": ", message);
     op.executor->abort();
     // The peers' state is unknown now: later operations would not match.
-    if (tell && !failed_) tell_peers(code, op.error);
-    failed_ = true;
-    failure_ = op.error;
+    if (tell && !failed_) tell_peers(code, op.seq, op.error);
+    mark_failed(op.seq, CHORUS_ERR_COMM_FAILED, op.error);
     log(LogLevel::Error, rank(), op.error);
 }
 
-void Communicator::tell_peers(chorus_result_t code, const std::string& message) {
-    std::string notice = std::string(1, static_cast<char>(code)) + message;
+void Communicator::mark_failed(uint64_t from, chorus_result_t code, const std::string& why) {
+    if (failed_ && failed_from_ <= from) return;
+    failed_ = true;
+    failed_from_ = from;
+    failed_code_ = code;
+    failure_ = why;
+}
+
+// A notice: the code (one byte), the first operation the sender will not
+// finish (decimal, then a space), the message.
+void Communicator::tell_peers(chorus_result_t code, uint64_t from, const std::string& message) {
+    std::string notice = std::string(1, static_cast<char>(code)) + std::to_string(from) + " " + message;
     for (int r = 0; r < size(); ++r)
         if (r != rank()) transport_->notify(r, notice);
     transport_->flush_notices(3000);
@@ -255,15 +269,15 @@ void Communicator::poll_notices() {
     int source = -1;
     std::string notice;
     while (transport_->poll_notice(&source, &notice)) {
-        if (notice.empty()) continue;
+        const size_t space = notice.find(' ');
+        if (notice.size() < 2 || space == std::string::npos) continue;
         auto code = static_cast<chorus_result_t>(notice[0]);
-        std::string why = cat("rank ", source, " failed: ", notice.substr(1));
+        const uint64_t from = std::strtoull(notice.c_str() + 1, nullptr, 10);
+        std::string why = cat("rank ", source, " failed: ", notice.substr(space + 1));
+        // The sender finished every operation before `from`: those go on.
         for (auto& op : ops_)
-            if (!op->finished) fail_op(*op, code, why, false);
-        if (!failed_) {
-            failed_ = true;
-            failure_ = why;
-        }
+            if (!op->finished && op->seq >= from) fail_op(*op, code, why, false);
+        mark_failed(from, code, why);
     }
 }
 
@@ -303,10 +317,13 @@ bool Communicator::progress(Operation* target) {
 }
 
 void Communicator::wait(Operation* op) {
+    constexpr unsigned kIdleEvery = 8;
     unsigned idle = 0;
     while (!progress(op)) {
-        waiter_.pause(++idle);
         if (waiter_.just_moved()) idle = 0;
+        ++idle;
+        if (idle_fn_ && idle % kIdleEvery == 0) idle_fn_(idle_arg_);
+        waiter_.pause(idle);
     }
 }
 
@@ -348,9 +365,9 @@ bool Communicator::run_inline(const coll::CollArgs& a, const void* sendbuf, void
     } catch (const Error& e) {
         std::string why = cat(coll::collective_name(args.coll), " #", r.seq, " (", plan.algo->name, ") on rank ",
                               rank(), ": ", e.what());
-        tell_peers(e.code(), why);
-        failed_ = true;
-        failure_ = last_error_ = why;
+        tell_peers(e.code(), r.seq, why);
+        mark_failed(r.seq, CHORUS_ERR_COMM_FAILED, why);
+        last_error_ = why;
         *rc = e.code();
         return true;
     }

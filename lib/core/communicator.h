@@ -66,6 +66,11 @@ public:
 
     // For messages: "comm 3 (4 ranks)"; the number is the same on every rank.
     std::string name() const;
+    // Called while wait() idles, every kIdleEvery polls without progress.
+    void set_idle(void (*fn)(void*), void* arg) {
+        idle_fn_ = fn;
+        idle_arg_ = arg;
+    }
     bool failed() const { return failed_; }
     const std::string& failure() const { return failure_; }
     std::string& last_error() { return last_error_; }
@@ -75,10 +80,16 @@ private:
     // End `op` with an error here and mark the communicator failed; with
     // `tell`, every peer learns of it at once (a notice).
     void fail_op(Operation& op, chorus_result_t code, const std::string& message, bool tell = true);
-    // Tell every peer that this rank failed (`code`, `message`).
-    void tell_peers(chorus_result_t code, const std::string& message);
-    // Notices from peers: each fails every operation in flight here.
+    // Tell every peer that this rank failed (`code`, `message`) and will
+    // finish no operation from number `from` on.
+    void tell_peers(chorus_result_t code, uint64_t from, const std::string& message);
+    // Notices from peers: each fails the operations here from its `from` on;
+    // earlier ones go on (the sender finished them).
     void poll_notices();
+    // Operations from number `from` on fail; the one numbered `from` with
+    // `code` unless it is CHORUS_ERR_COMM_FAILED (a peer's error), the rest
+    // with CHORUS_ERR_COMM_FAILED. The earliest failure counts.
+    void mark_failed(uint64_t from, chorus_result_t code, const std::string& why);
     Operation* take_operation();
     // An operation begun in place by run_in_order: its number, slot
     // operation and the steps it has done.
@@ -111,7 +122,11 @@ private:
     uint64_t next_seq_ = 0;
     uint64_t next_slot_op_ = 0;
     uint64_t id_ = 0;  // agreed at creation
+    void (*idle_fn_)(void*) = nullptr;
+    void* idle_arg_ = nullptr;
     bool failed_ = false;
+    uint64_t failed_from_ = 0;
+    chorus_result_t failed_code_ = CHORUS_ERR_COMM_FAILED;
     std::string failure_;
     std::string last_error_;
 };

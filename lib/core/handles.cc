@@ -32,6 +32,10 @@ struct LastLookup {
     uint64_t id = 0, removals = 0;
     Communicator* comm = nullptr;
 };
+// Initial-exec: in the static TLS block, no __tls_get_addr per call.
+#if defined(__GNUC__) && defined(__ELF__)
+__attribute__((tls_model("initial-exec")))
+#endif
 thread_local LastLookup t_last;
 
 uint64_t id_of(const void* handle) {

@@ -17,6 +17,12 @@ void user_bytes(const coll::CollArgs& a, size_t* send, size_t* recv) {
             *send = a.count * es;
             *recv = a.count * static_cast<size_t>(a.size) * es;
             break;
+        case coll::Collective::Reduce:
+            // A non-root's receive buffer is never touched (it may be NULL,
+            // or too small): no mirror may read it or copy back into it.
+            *send = a.count * es;
+            *recv = a.rank == a.root ? *send : 0;
+            break;
         default: *send = *recv = a.count * es; break;
     }
 }

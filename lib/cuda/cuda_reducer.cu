@@ -9,9 +9,9 @@
 // NaN operand, quieted, or for an invalid operation such as inf - inf the
 // "default NaN" (sign set, empty payload). The device code applies the x86
 // rule to NaN results of SUM, PROD and the AVG division. When both operands
-// are NaN, x86 returns the first source operand's, and which operand that is
-// depends on the host compiler's operand order (it differs between the host
-// reducer's loops); the device always takes a's.
+// are NaN, x86 returns the first source operand's, whichever the compiler
+// made that; the host reducer therefore picks a's explicitly, and so does the
+// device.
 //
 // Layout: one kernel per (operator, type); the launcher picks one of three
 // access modes from the pointers:

@@ -21,6 +21,9 @@ const char* kind_name(StepKind k) {
         case StepKind::Divide: return "divide";
         case StepKind::Publish: return "publish";
         case StepKind::Await: return "await";
+        case StepKind::Expose: return "expose to";
+        case StepKind::Get: return "get from";
+        case StepKind::Put: return "put to";
     }
     return "?";
 }
@@ -55,6 +58,7 @@ void Executor::reset(const Schedule& schedule, Buffers buffers, uint64_t seq, De
     ready_send_.clear();
     ready_recv_.clear();
     ready_local_.clear();
+    ready_one_sided_.clear();
     awaiting_.clear();
     publishing_ = kNoStep;
     final_copies_.clear();
@@ -74,6 +78,7 @@ void Executor::reset(const Schedule& schedule, Buffers buffers, uint64_t seq, De
         dev_.device->register_host(base, bytes);
     }
     const auto& steps = sched_->steps();
+    if (sched_->has_one_sided()) os_.assign(steps.size(), OneSided{});
     remaining_.resize(steps.size());
     completed_ = done;
     for (StepId s = 0; s < steps.size(); ++s) {
@@ -122,6 +127,9 @@ void Executor::make_ready(StepId s) {
         case StepKind::Recv: heap_push(ready_recv_, s); break;
         case StepKind::Await: awaiting_.push_back(s); break;
         case StepKind::Publish: publishing_ = s; break;
+        case StepKind::Expose:
+        case StepKind::Get:
+        case StepKind::Put: ready_one_sided_.push_back(s); break;
         default: ready_local_.push_back(s); break;
     }
 }
@@ -233,39 +241,50 @@ void Executor::rethrow_with_context(StepId s, const Error& e) const {
                               st.peer, ", ", st.bytes, " bytes, tag ", st.tag, "]"));
 }
 
-void Executor::post_send(StepId s, const void* src, void* slot) {
+void Executor::post_send(StepId s, const void* src, void* slot, Part part) {
     const Step& st = sched_->steps()[s];
     net::Handle h = transport_.send(st.peer, net::make_tag(sched_->rank(), seq_, st.tag), src, st.bytes);
     if (!h) {
         release_slot(slot);
-        --sends_inflight_;
-        finish(s);
+        if (part == Part::None) --sends_inflight_;
+        done(s, part);
         return;
     }
-    inflight_.push_back({s, h, slot});
+    inflight_.push_back({s, h, slot, part, true});
+}
+
+void Executor::done(StepId s, Part part) {
+    if (part == Part::None)
+        finish(s);
+    else
+        os_done(s, part);
 }
 
 void Executor::post(StepId s) {
+    const Step& st = sched_->steps()[s];
+    const bool is_send = st.kind == StepKind::Send;
+    ++(is_send ? sends_inflight_ : recvs_inflight_);
+    transfer(s, Part::None, is_send, resolve(is_send ? st.src : st.dst));
+}
+
+void Executor::transfer(StepId s, Part part, bool is_send, char* buf) {
     const Step& st = sched_->steps()[s];
     bool staged = dev_.on_device && (!dev_.direct || st.bytes <= transport_.host_only_max());
     void* slot = nullptr;  // staging buffer, until something else holds it
     try {
         if (staged) slot = dev_.staging->acquire(st.bytes);
-        if (st.kind == StepKind::Send) {
-            ++sends_inflight_;
+        if (is_send) {
             if (staged) {
                 // Onto the wire once the device has copied it out.
-                dev_.device->copy(slot, resolve(st.src), st.bytes);
-                queued_.push_back({s, dev_.device->mark(), Phase::StagedOut, slot});
+                dev_.device->copy(slot, buf, st.bytes);
+                queued_.push_back({s, dev_.device->mark(), Phase::StagedOut, slot, part});
             } else {
-                post_send(s, resolve(st.src), nullptr);
+                post_send(s, buf, nullptr, part);
             }
             return;
         }
-        ++recvs_inflight_;
-        net::Handle h =
-            transport_.recv(st.peer, net::make_tag(st.peer, seq_, st.tag), staged ? slot : resolve(st.dst), st.bytes);
-        InFlight f{s, h, slot};
+        net::Handle h = transport_.recv(st.peer, net::make_tag(st.peer, seq_, st.tag), staged ? slot : buf, st.bytes);
+        InFlight f{s, h, slot, part, false, buf};
         if (h)
             inflight_.push_back(f);
         else
@@ -283,28 +302,28 @@ void Executor::post(StepId s) {
 // A transfer has left or arrived.
 void Executor::transfer_done(const InFlight& f) {
     const Step& st = sched_->steps()[f.step];
-    if (st.kind == StepKind::Send) {
-        --sends_inflight_;
+    if (f.send) {
+        if (f.part == Part::None) --sends_inflight_;
         release_slot(f.slot);
-        finish(f.step);
+        done(f.step, f.part);
         return;
     }
-    --recvs_inflight_;
+    if (f.part == Part::None) --recvs_inflight_;
     if (!f.slot) {
-        finish(f.step);
+        done(f.step, f.part);
         return;
     }
-    dev_.device->copy(resolve(st.dst), f.slot, st.bytes);
-    queued_.push_back({f.step, dev_.device->mark(), Phase::StagedIn, f.slot});
+    dev_.device->copy(f.buf, f.slot, st.bytes);
+    queued_.push_back({f.step, dev_.device->mark(), Phase::StagedIn, f.slot, f.part});
 }
 
 void Executor::queued_done(const Queued& q) {
     switch (q.phase) {
-        case Phase::Local: finish(q.step); break;
-        case Phase::StagedOut: post_send(q.step, q.slot, q.slot); break;
+        case Phase::Local: done(q.step, q.part); break;
+        case Phase::StagedOut: post_send(q.step, q.slot, q.slot, q.part); break;
         case Phase::StagedIn:
             release_slot(q.slot);
-            finish(q.step);
+            done(q.step, q.part);
             break;
         case Phase::Published:
             transport_.publish(buffers_.slot_op);
@@ -365,6 +384,16 @@ bool Executor::progress() {
     for (;;) {
         drain_local();
         bool posted = (publishing_ != kNoStep || !awaiting_.empty()) && poll_slots();
+        while (!ready_one_sided_.empty()) {
+            StepId s = ready_one_sided_.back();
+            ready_one_sided_.pop_back();
+            try {
+                os_start(s);
+            } catch (const Error& e) {
+                rethrow_with_context(s, e);
+            }
+            posted = true;
+        }
         while (!ready_recv_.empty() && may_post(ready_recv_.front(), StepKind::Recv, recvs_inflight_)) {
             post(heap_pop(ready_recv_));
             posted = true;
@@ -373,7 +402,7 @@ bool Executor::progress() {
             post(heap_pop(ready_send_));
             posted = true;
         }
-        if (!posted && ready_local_.empty()) break;
+        if (!posted && ready_local_.empty() && ready_one_sided_.empty()) break;
     }
     if (completed_ < sched_->steps().size()) return false;
     // Every read of the slots is done: they may be reused.

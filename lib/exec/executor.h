@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -73,10 +74,17 @@ public:
     size_t completed() const { return completed_; }
 
 private:
+    // The messages of a one-sided step (executor_one_sided.cc): its
+    // descriptor, the reply, and the data itself when it travels as a
+    // message (device memory); None for a send or a receive step.
+    enum class Part : uint8_t { None, Desc, Reply, Data, Reduced };
     struct InFlight {
         StepId step;
         net::Handle handle;
         void* slot;  // staging buffer, or null
+        Part part = Part::None;
+        bool send = false;
+        char* buf = nullptr;  // a staged receive: where the data goes
     };
     // Device work a step waits for: a local step itself, a send's copy into
     // its staging buffer (then it goes on the wire), or a receive's copy out
@@ -87,6 +95,15 @@ private:
         uint64_t mark;
         Phase phase;
         void* slot;
+        Part part = Part::None;
+    };
+    // A one-sided step's state: the descriptor (address, bytes, how the
+    // region is reached) and the reply, which the transport reads or writes
+    // while they are in flight, and the parts still to complete.
+    struct OneSided {
+        uint64_t desc[3] = {};
+        uint64_t reply = 0;
+        int pending = 0;
     };
     struct FinalCopy {
         void* dst;
@@ -97,7 +114,18 @@ private:
     void finish(StepId s);
     void run_local(StepId s);
     void post(StepId s);
-    void post_send(StepId s, const void* src, void* slot);
+    // Send or receive st.bytes of `buf` for step s (part `part`), staged
+    // through pinned host memory when the buffers are device-side.
+    void transfer(StepId s, Part part, bool is_send, char* buf);
+    void post_send(StepId s, const void* src, void* slot, Part part);
+    // A transfer of step s is complete: the step, or its part.
+    void done(StepId s, Part part);
+    // One-sided steps: start, a part complete, the copy itself, a control
+    // message (never staged, outside the windows).
+    void os_start(StepId s);
+    void os_done(StepId s, Part part);
+    void os_copy(StepId s, uint64_t remote);
+    void os_message(StepId s, Part part, bool is_send, void* buf, size_t bytes);
     void transfer_done(const InFlight& f);
     void queued_done(const Queued& q);
     void drain_local();
@@ -123,8 +151,14 @@ private:
     // Ready transfers, kept as min-heaps on the step id (build order).
     std::vector<StepId> ready_send_, ready_recv_;
     std::vector<StepId> ready_local_;
-    std::vector<StepId> awaiting_;  // await steps whose peer has not published yet
-    StepId publishing_ = kNoStep;   // a publish waiting for its slot to be free
+    std::vector<StepId> ready_one_sided_;
+    std::vector<OneSided> os_;  // per step, when the schedule has one-sided steps
+    struct FreeBounce {
+        void operator()(char* p) const;
+    };
+    std::unique_ptr<char, FreeBounce> bounce_;  // a get that reduces reads a block at a time into it
+    std::vector<StepId> awaiting_;              // await steps whose peer has not published yet
+    StepId publishing_ = kNoStep;               // a publish waiting for its slot to be free
     static constexpr StepId kNoStep = ~StepId(0);
     std::vector<InFlight> inflight_;
     std::vector<Queued> queued_;  // in mark order

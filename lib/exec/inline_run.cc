@@ -46,7 +46,10 @@ size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsi
             }
             case StepKind::Divide: host_divide(s.dtype(), at(t, b, st.dst), st.count, s.divisor()); break;
             case StepKind::Send:
-            case StepKind::Recv: fail(CHORUS_ERR_INTERNAL, "run_in_order: a schedule with transfers");
+            case StepKind::Recv:
+            case StepKind::Expose:
+            case StepKind::Get:
+            case StepKind::Put: fail(CHORUS_ERR_INTERNAL, "run_in_order: a schedule with transfers");
         }
     }
     if (s.uses_slots()) t.slot_done(b.slot_op);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "reduce/datatype.h"
 
 namespace chorus {
 
@@ -92,6 +93,51 @@ StepId Schedule::await(int peer, Deps deps) {
     return add(s, deps);
 }
 
+StepId Schedule::expose(int peer, uint32_t tag, Region src, size_t bytes, Deps deps) {
+    check_transfer(peer, size_, tag, bytes);
+    has_transfers_ = has_one_sided_ = true;
+    Step s{StepKind::Expose};
+    s.peer = peer;
+    s.tag = tag;
+    s.src = src;
+    s.bytes = bytes;
+    return add(s, deps);
+}
+
+StepId Schedule::get(int peer, uint32_t tag, Region dst, size_t bytes, Deps deps) {
+    check_transfer(peer, size_, tag, bytes);
+    has_transfers_ = has_one_sided_ = true;
+    Step s{StepKind::Get};
+    s.peer = peer;
+    s.tag = tag;
+    s.dst = dst;
+    s.bytes = bytes;
+    return add(s, deps);
+}
+
+StepId Schedule::get_reduce(int peer, uint32_t tag, Region dst, Region local, size_t count, bool remote_first,
+                            Region landing, Deps deps) {
+    if (landing.buf != Buf::Scratch) fail(CHORUS_ERR_INTERNAL, "schedule: a get's landing region is not scratch");
+    StepId id = get(peer, tag, dst, count * datatype_size(dtype_), deps);
+    Step& s = steps_[id];
+    s.count = count;
+    s.src = landing;
+    s.src2 = local;
+    s.remote_first = remote_first;
+    return id;
+}
+
+StepId Schedule::put(int peer, uint32_t tag, Region src, size_t bytes, Deps deps) {
+    check_transfer(peer, size_, tag, bytes);
+    has_transfers_ = has_one_sided_ = true;
+    Step s{StepKind::Put};
+    s.peer = peer;
+    s.tag = tag;
+    s.src = src;
+    s.bytes = bytes;
+    return add(s, deps);
+}
+
 void Schedule::add_dep(StepId step, StepId dep) {
     if (dep >= step) fail(CHORUS_ERR_INTERNAL, "schedule: step ", step, " depends on later step ", dep);
     late_deps_.emplace_back(step, dep);
@@ -134,7 +180,8 @@ size_t Schedule::num_transfers() const {
 }
 
 std::string Schedule::dump() const {
-    static const char* kinds[] = {"send", "recv", "reduce", "copy", "divide", "publish", "await"};
+    static const char* kinds[] = {"send",    "recv",  "reduce", "copy", "divide",
+                                  "publish", "await", "expose", "get",  "put"};
     static const char* bufs[] = {"send", "recv", "scratch", "slot"};
     auto reg = [](const Region& r) {
         return r.buf == Buf::Slot ? cat("slot[", r.peer, "]+", r.offset)
@@ -149,9 +196,14 @@ std::string Schedule::dump() const {
             out += "\n";
             continue;
         }
-        if (st.kind != StepKind::Recv && st.kind != StepKind::Divide) out += cat(" src=", reg(st.src));
-        if (st.kind == StepKind::Reduce) out += cat(" src2=", reg(st.src2));
-        if (st.kind != StepKind::Send) out += cat(" dst=", reg(st.dst));
+        const bool reads = st.kind == StepKind::Get && st.count;  // a get that reduces
+        if (st.kind == StepKind::Send || st.kind == StepKind::Copy || st.kind == StepKind::Reduce ||
+            st.kind == StepKind::Publish || st.kind == StepKind::Expose || st.kind == StepKind::Put)
+            out += cat(" src=", reg(st.src));
+        if (st.kind == StepKind::Reduce || reads) out += cat(" src2=", reg(st.src2));
+        if (reads) out += cat(st.remote_first ? " remote-first" : "", " landing=", reg(st.src));
+        if (st.kind != StepKind::Send && st.kind != StepKind::Expose && st.kind != StepKind::Put)
+            out += cat(" dst=", reg(st.dst));
         out += st.count ? cat(" count=", st.count) : cat(" bytes=", st.bytes);
         if (ndeps(s)) {
             out += " after";

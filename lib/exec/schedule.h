@@ -44,7 +44,10 @@ enum class StepKind : uint8_t {
     Copy,     // dst = src, `bytes`
     Divide,   // dst = dst / divisor, `count` elements (finishes AVG)
     Publish,  // copy `bytes` from `src` into this rank's slot at dst.offset, then mark it published
-    Await     // `peer`'s slot holds its contribution to this operation
+    Await,    // `peer`'s slot holds its contribution to this operation
+    Expose,   // offer `bytes` at `src` to `peer`'s get or put (tag `tag`); done once the peer is
+    Get,      // read `bytes` of what `peer` exposed (tag `tag`) into `dst`; with `count`, reduce as read
+    Put       // write `bytes` of `src` into what `peer` exposed (tag `tag`)
 };
 
 using StepId = uint32_t;
@@ -86,7 +89,8 @@ struct Step {
     Region src2{Buf::Send, 0};
     Region dst{Buf::Recv, 0};
     size_t bytes = 0;                     // Send, Recv, Copy
-    size_t count = 0;                     // Reduce, Divide (elements)
+    size_t count = 0;                     // Reduce, Divide, Get (elements; Get: 0 unless it reduces)
+    bool remote_first = false;            // Get that reduces: dst = remote op src2 (else src2 op remote)
     uint32_t dep_begin = 0, dep_end = 0;  // into Schedule::deps
 };
 
@@ -107,6 +111,22 @@ public:
     // rank's slot and mark it published; wait until `peer`'s is.
     StepId publish(Region src, size_t bytes, size_t offset, Deps deps = {});
     StepId await(int peer, Deps deps = {});
+    // One-sided steps (when the transport reads and writes peers' memory,
+    // Transport::one_sided()). An expose offers `bytes` of `src` to `peer`,
+    // whose get (reads) or put (writes) of the same tag and size pairs with
+    // it; the expose completes once the peer is done with the region (until
+    // then this rank must neither change nor read it). Each pair exchanges
+    // two small messages with the tag, one in each direction, so a tag names
+    // one pair of a schedule whichever rank exposes. A get with a reduction
+    // computes dst = local op remote (remote op local with `remote_first`)
+    // block by block as it reads (dst may alias local exactly); where the
+    // region cannot be read in place (device memory) the data is sent
+    // instead, into `landing` (`bytes` of scratch), and reduced from there.
+    StepId expose(int peer, uint32_t tag, Region src, size_t bytes, Deps deps = {});
+    StepId get(int peer, uint32_t tag, Region dst, size_t bytes, Deps deps = {});
+    StepId get_reduce(int peer, uint32_t tag, Region dst, Region local, size_t count, bool remote_first, Region landing,
+                      Deps deps = {});
+    StepId put(int peer, uint32_t tag, Region src, size_t bytes, Deps deps = {});
     // Add a dependency after the fact (e.g. a scratch slot's next user).
     void add_dep(StepId step, StepId dep);
     // Every step added so far (for a final step that must come after all).
@@ -134,8 +154,9 @@ public:
     // Whether the schedule reads or writes publish slots (it is then one
     // slot operation) and how much of a slot it writes.
     bool uses_slots() const { return uses_slots_; }
-    // Whether any step is a send or a receive.
+    // Whether any step is a send or a receive (or a one-sided step).
     bool has_transfers() const { return has_transfers_; }
+    bool has_one_sided() const { return has_one_sided_; }
     size_t slot_bytes() const { return slot_bytes_; }
     size_t num_transfers() const;
     // Multi-line listing of the steps, for debugging and tests.
@@ -151,6 +172,7 @@ private:
     size_t scratch_bytes_ = 0;
     bool uses_slots_ = false;
     bool has_transfers_ = false;
+    bool has_one_sided_ = false;
     size_t slot_bytes_ = 0;
     bool published_ = false;
     std::vector<Step> steps_;

@@ -110,7 +110,7 @@ module chorus
 
   ! ------------------------------------------------------------ public calls
   public :: chorus_get_error_string, chorus_comm_last_error
-  public :: chorus_comm_create, chorus_comm_destroy, chorus_comm_abort
+  public :: chorus_comm_create, chorus_comm_destroy, chorus_comm_abort, chorus_comm_set_idle
   public :: chorus_comm_rank, chorus_comm_size
   public :: chorus_test, chorus_wait
   ! Collectives, each with its nonblocking twin.
@@ -204,6 +204,15 @@ contains
   integer(c_int) function chorus_comm_abort(comm) result(rc)
     type(chorus_comm_t), intent(in) :: comm
     rc = c_comm_abort(comm%ptr)
+  end function
+
+  ! fn: c_funloc of a subroutine(arg) bind(C) with type(c_ptr), value :: arg,
+  ! or c_null_funptr to remove it.
+  integer(c_int) function chorus_comm_set_idle(comm, fn, arg) result(rc)
+    type(chorus_comm_t), intent(in) :: comm
+    type(c_funptr), intent(in) :: fn
+    type(c_ptr), intent(in) :: arg
+    rc = c_comm_set_idle(comm%ptr, fn, arg)
   end function
 
   integer(c_int) function chorus_comm_rank(comm, rank) result(rc)

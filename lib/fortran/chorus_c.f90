@@ -46,6 +46,14 @@ module chorus_c
       integer(c_int) :: rc
     end function
 
+    function c_comm_set_idle(comm, fn, arg) bind(C, name='chorus_comm_set_idle') result(rc)
+      import :: c_int, c_ptr, c_funptr
+      type(c_ptr), value :: comm
+      type(c_funptr), value :: fn
+      type(c_ptr), value :: arg
+      integer(c_int) :: rc
+    end function
+
     function c_comm_rank(comm, rank) bind(C, name='chorus_comm_rank') result(rc)
       import :: c_int, c_ptr
       type(c_ptr), value :: comm

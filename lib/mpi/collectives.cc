@@ -14,10 +14,8 @@
 // correct program may have a peer blocked in MPI_Recv for a message this
 // rank sent with MPI_Isend before the collective, and over TCP or shared
 // memory without single-copy that message moves only while the sender is
-// inside MPI. The wait spins, then yields the CPU (ranks may outnumber
-// cores); it never sleeps, which would stall a long pipelined transfer.
-#include <sched.h>
-
+// inside MPI. The wait is the library's (spin, yield, nap: CHORUS_SPIN);
+// the interposer's idle hook turns MPI's progress engine meanwhile.
 #include <climits>
 #include <new>
 #include <vector>
@@ -104,25 +102,15 @@ int finish(Fn fn, MPI_Comm comm, chorus_comm_t cc, chorus_result_t result) {
     return raise_error(comm, result, std::string(fn_name(fn)) + ": " + chorus_comm_last_error(cc));
 }
 
-constexpr unsigned kSpinPolls = 64;  // polls before yielding the CPU
-constexpr unsigned kMpiEvery = 8;    // polls between two turns of MPI's progress engine
-
-// Start a nonblocking Chorus collective with `start(&request)` and wait for
-// it; the result as an MPI code.
-template <typename Start>
-int run_chorus(Fn fn, MPI_Comm comm, chorus_comm_t cc, Start&& start) {
-    InsideChorus inside;
-    chorus_request_t request = nullptr;
-    chorus_result_t rc = start(&request);
-    for (unsigned polls = 0; rc == CHORUS_SUCCESS; ++polls) {
-        int done = 0;
-        rc = chorus_test(request, &done);
-        if (done) break;
-        if (polls % kMpiEvery == kMpiEvery - 1) {
-            int flag = 0;
-            PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
-        }
-        if (polls >= kSpinPolls) sched_yield();
+// Run a blocking Chorus collective, `call()`; the result as an MPI code.
+// While it waits, the communicator's idle hook (comms.cc) turns MPI's
+// progress engine.
+template <typename Call>
+int run_chorus(Fn fn, MPI_Comm comm, chorus_comm_t cc, Call&& call) {
+    chorus_result_t rc;
+    {
+        InsideChorus inside;
+        rc = call();
     }
     return finish(fn, comm, cc, rc);
 }
@@ -161,8 +149,8 @@ int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, 
             if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
             count_intercepted(fn);
             const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-            return run_chorus(fn, comm, twin.t.cc, [&](chorus_request_t* r) {
-                return chorus_iallreduce(send, recvbuf, static_cast<size_t>(count), dt, cop, twin.t.cc, nullptr, r);
+            return run_chorus(fn, comm, twin.t.cc, [&] {
+                return chorus_allreduce(send, recvbuf, static_cast<size_t>(count), dt, cop, twin.t.cc, nullptr);
             });
         });
 }
@@ -193,9 +181,9 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
             if (is_root && recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
             count_intercepted(fn);
             const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-            return run_chorus(fn, comm, twin.t.cc, [&](chorus_request_t* r) {
-                return chorus_ireduce(send, is_root ? recvbuf : nullptr, static_cast<size_t>(count), dt, cop, root,
-                                      twin.t.cc, nullptr, r);
+            return run_chorus(fn, comm, twin.t.cc, [&] {
+                return chorus_reduce(send, is_root ? recvbuf : nullptr, static_cast<size_t>(count), dt, cop, root,
+                                      twin.t.cc, nullptr);
             });
         });
 }
@@ -222,9 +210,9 @@ int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_
             count_intercepted(fn);
             // In place, recvbuf holds every block and the result lands at its start.
             const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-            return run_chorus(fn, comm, twin.t.cc, [&](chorus_request_t* r) {
-                return chorus_ireduce_scatter(send, recvbuf, static_cast<size_t>(recvcount), dt, cop, twin.t.cc,
-                                              nullptr, r);
+            return run_chorus(fn, comm, twin.t.cc, [&] {
+                return chorus_reduce_scatter(send, recvbuf, static_cast<size_t>(recvcount), dt, cop, twin.t.cc,
+                                              nullptr);
             });
         });
 }
@@ -260,8 +248,8 @@ int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, MP
             }
             count_intercepted(fn);
             const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-            return run_chorus(fn, comm, twin.t.cc, [&](chorus_request_t* r) {
-                return chorus_ireduce_scatterv(send, recvbuf, counts.data(), dt, cop, twin.t.cc, nullptr, r);
+            return run_chorus(fn, comm, twin.t.cc, [&] {
+                return chorus_reduce_scatterv(send, recvbuf, counts.data(), dt, cop, twin.t.cc, nullptr);
             });
         });
 }
@@ -292,8 +280,8 @@ int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
             count_intercepted(fn);
             chorus_comm_t cc = twin.t.cc;
             if (l.direct) {
-                return run_chorus(fn, comm, cc, [&](chorus_request_t* r) {
-                    return chorus_ibroadcast(buffer, buffer, l.bytes, CHORUS_UINT8, root, cc, nullptr, r);
+                return run_chorus(fn, comm, cc, [&] {
+                    return chorus_broadcast(buffer, buffer, l.bytes, CHORUS_UINT8, root, cc, nullptr);
                 });
             }
             if (!packable(l.bytes)) return too_large(fn, comm, l.bytes);
@@ -306,8 +294,8 @@ int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
             std::vector<char> staged(l.bytes);
             int pos = 0, rc;
             if (is_root && (rc = pack(user, count, type, staged.data(), bytes, &pos, comm)) != MPI_SUCCESS) return rc;
-            rc = run_chorus(fn, comm, cc, [&](chorus_request_t* r) {
-                return chorus_ibroadcast(staged.data(), staged.data(), l.bytes, CHORUS_UINT8, root, cc, nullptr, r);
+            rc = run_chorus(fn, comm, cc, [&] {
+                return chorus_broadcast(staged.data(), staged.data(), l.bytes, CHORUS_UINT8, root, cc, nullptr);
             });
             if (rc != MPI_SUCCESS || is_root) return rc;
             pos = 0;
@@ -381,8 +369,8 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
                     return rc;
                 send = staged_send.data();
             }
-            rc = run_chorus(fn, comm, cc, [&](chorus_request_t* r) {
-                return chorus_iallgather(send, all, block, CHORUS_UINT8, cc, nullptr, r);
+            rc = run_chorus(fn, comm, cc, [&] {
+                return chorus_allgather(send, all, block, CHORUS_UINT8, cc, nullptr);
             });
             if (rc != MPI_SUCCESS || rl.direct) return rc;
             for (size_t i = 0; i < p; ++i) {

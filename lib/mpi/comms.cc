@@ -4,6 +4,7 @@
 // destroys the Chorus communicator; destroying one is local, so ranks may
 // free their communicators in any order, as MPI allows. Whatever is left at
 // MPI_Finalize is destroyed then.
+#include <atomic>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -16,6 +17,7 @@ namespace {
 
 struct Entry {
     uint64_t seq = 0;  // creation order on this rank
+    MPI_Comm comm = MPI_COMM_NULL;
     Target target;     // cc is null once destroyed, or if creation failed
     bool inter = false;
     chorus_result_t failure_result = CHORUS_SUCCESS;
@@ -35,6 +37,25 @@ Registry& registry() {
     return *r;
 }
 
+// The last communicator a thread looked up, so that a loop of calls on one
+// communicator skips PMPI_Comm_get_attr. Any deletion changes the
+// generation, which voids every thread's cache (a freed handle may come
+// back for a new communicator).
+std::atomic<uint64_t> g_generation{0};
+struct LastLookup {
+    MPI_Comm comm = MPI_COMM_NULL;
+    Entry* entry = nullptr;
+    uint64_t generation = 0;
+};
+thread_local LastLookup t_last CHORUS_MPI_TLS;
+
+// While a Chorus call on the communicator waits: one turn of MPI's
+// progress engine (see collectives.cc).
+void drive_mpi(void* arg) {
+    int flag = 0;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, static_cast<Entry*>(arg)->comm, &flag, MPI_STATUS_IGNORE);
+}
+
 void destroy(Entry* e) {
     if (!e->target.cc) return;
     chorus_comm_t cc = e->target.cc;
@@ -50,6 +71,7 @@ void destroy(Entry* e) {
 // MPI_COMM_WORLD and MPI_COMM_SELF (after teardown has destroyed theirs).
 int delete_entry(MPI_Comm, int, void* value, void*) {
     Entry* e = static_cast<Entry*>(value);
+    g_generation.fetch_add(1, std::memory_order_acq_rel);
     if (!torn_down()) destroy(e);
     {
         Registry& r = registry();
@@ -71,6 +93,7 @@ int finalize_hook(MPI_Comm, int, void*, void*) {
 Entry* create_entry(MPI_Comm comm) {
     Registry& r = registry();
     Entry* e = new Entry;
+    e->comm = comm;
     {
         std::lock_guard<std::mutex> lock(r.mutex);
         e->seq = r.next_seq++;
@@ -92,6 +115,7 @@ Entry* create_entry(MPI_Comm comm) {
         // Creation is all or nothing: it failed on every rank or on none.
         if (rc == CHORUS_SUCCESS) {
             e->target.cc = cc;
+            chorus_comm_set_idle(cc, drive_mpi, e);
         } else {
             e->failure_result = rc;
             e->failure = "creating its Chorus communicator failed: " + message;
@@ -113,11 +137,17 @@ void init_comms() {
 }
 
 Gate chorus_comm_of(Fn fn, MPI_Comm comm, Target* out, int* error) {
-    Registry& r = registry();
-    void* value = nullptr;
-    int found = 0;
-    PMPI_Comm_get_attr(comm, r.keyval, &value, &found);
-    Entry* e = found ? static_cast<Entry*>(value) : create_entry(comm);
+    Entry* e;
+    const uint64_t generation = g_generation.load(std::memory_order_acquire);
+    if (t_last.entry && t_last.comm == comm && t_last.generation == generation) {
+        e = t_last.entry;
+    } else {
+        void* value = nullptr;
+        int found = 0;
+        PMPI_Comm_get_attr(comm, registry().keyval, &value, &found);
+        e = found ? static_cast<Entry*>(value) : create_entry(comm);
+        t_last = {comm, e, generation};
+    }
     if (e->inter) return Gate::Pass;
     if (!e->failure.empty()) {
         *error = raise_error(comm, e->failure_result, std::string(fn_name(fn)) + ": " + e->failure);

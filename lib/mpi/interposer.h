@@ -15,6 +15,15 @@
 #include <string>
 #include <vector>
 
+// Thread-locals on the path of every call: in the static TLS block (this
+// library is preloaded, so it is there from the start), which spares each
+// access a __tls_get_addr call.
+#if defined(__GNUC__) && defined(__ELF__)
+#define CHORUS_MPI_TLS __attribute__((tls_model("initial-exec")))
+#else
+#define CHORUS_MPI_TLS
+#endif
+
 namespace chorus_mpi {
 
 enum Fn { kAllreduce, kBcast, kReduce, kReduceScatterBlock, kReduceScatter, kAllgather, kNumFns };

@@ -13,7 +13,7 @@ namespace chorus_mpi {
 
 namespace {
 
-thread_local int t_inside = 0;
+thread_local int t_inside CHORUS_MPI_TLS = 0;
 
 struct State {
     std::mutex mutex;                   // first-call initialization, error codes

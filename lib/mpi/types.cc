@@ -123,9 +123,7 @@ bool map_op(MPI_Op op, chorus_op_t* out) {
 
 bool logical(chorus_op_t op) { return op == CHORUS_LAND || op == CHORUS_LOR || op == CHORUS_LXOR; }
 
-}  // namespace
-
-bool map_reduction(MPI_Datatype type, MPI_Op op, chorus_datatype_t* dt, chorus_op_t* cop) {
+bool map_uncached(MPI_Datatype type, MPI_Op op, chorus_datatype_t* dt, chorus_op_t* cop) {
     const Basic* b = find(type);
     if (!b || !map_op(op, cop)) return false;
     switch (b->kind) {
@@ -147,6 +145,8 @@ bool map_reduction(MPI_Datatype type, MPI_Op op, chorus_datatype_t* dt, chorus_o
     }
     return false;
 }
+
+}  // namespace
 
 bool layout_of(MPI_Datatype type, int count, Layout* out) {
     if (type == MPI_DATATYPE_NULL || count < 0) return false;
@@ -207,6 +207,27 @@ int unpack(const void* inbuf, int insize, int* position, void* outbuf, int count
     return from_bottom(count, type, [&](const void* base, MPI_Datatype t) {
         return PMPI_Unpack(inbuf, insize, position, const_cast<void*>(base), 1, t, comm);
     });
+}
+
+// A thread's last mapping. Only predefined types and ops map, and their
+// handles live as long as MPI, so a remembered pair never goes stale.
+bool map_reduction(MPI_Datatype type, MPI_Op op, chorus_datatype_t* dt, chorus_op_t* cop) {
+    struct Last {
+        MPI_Datatype type;
+        MPI_Op op;
+        chorus_datatype_t dt;
+        chorus_op_t cop;
+        bool valid;
+    };
+    static thread_local Last last CHORUS_MPI_TLS = {MPI_DATATYPE_NULL, MPI_OP_NULL, CHORUS_UINT8, CHORUS_SUM, false};
+    if (last.valid && last.type == type && last.op == op) {
+        *dt = last.dt;
+        *cop = last.cop;
+        return true;
+    }
+    if (!map_uncached(type, op, dt, cop)) return false;
+    last = {type, op, *dt, *cop, true};
+    return true;
 }
 
 }  // namespace chorus_mpi

@@ -90,6 +90,16 @@ public:
         *bytes = 0;
     }
 
+    // Single-copy access to peers' memory, when every rank of the
+    // communicator is on this host and one process may read and write
+    // another's memory (the same on every rank: decided at creation).
+    // get() copies `bytes` at address `remote` of `peer`'s memory into
+    // `dst`, put() copies `src` there; both return when the copy is done and
+    // throw Error (CHORUS_ERR_PEER_FAILED when the peer is gone).
+    virtual bool one_sided() const { return false; }
+    virtual void get(int peer, void* dst, uint64_t remote, size_t bytes);
+    virtual void put(int peer, uint64_t remote, const void* src, size_t bytes);
+
     // Progress the notices sent so far until they have left (a connection
     // may have to be made first), for at most `ms` milliseconds: this rank
     // may not come back to the library for a long time.

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <type_traits>
 
 #include "reduce/half.h"
 #include "reduce/ops.h"
@@ -44,27 +45,71 @@ namespace chorus {
 namespace {
 
 // ---------------------------------------------------------------------------
+// Which NaN a floating SUM or PROD gives. x86 returns the NaN operand,
+// quieted, and the first source operand's when both are NaN; but the
+// compiler may swap the operands of a floating + or *, and does so
+// differently in different loops (the vector body and the scalar tail, in
+// place or not). The payload that wins between two NaNs would then depend on
+// the buffers' aliasing and on where the element falls in its piece, and two
+// ranks that compute the same element (recursive doubling's partners) would
+// disagree. So a's NaN wins explicitly, as in the device kernels
+// (lib/cuda/cuda_reducer.cu): a NaN a is combined with itself (a op a is a,
+// quieted). With one NaN operand, or none (inf - inf, 0 * inf: the default
+// NaN), the order never mattered.
+
+// a when it is a NaN, else b; on the bits for the 16-bit types, which keeps
+// their loops vectorized.
+CHORUS_ALWAYS_INLINE float nan_or(float a, float b) {
+    return a != a ? a : b;
+}
+CHORUS_ALWAYS_INLINE double nan_or(double a, double b) {
+    return a != a ? a : b;
+}
+template <typename T>
+CHORUS_ALWAYS_INLINE T nan_or_bits(T a, T b, uint16_t inf) {
+    const uint16_t take_a = static_cast<uint16_t>(0u - static_cast<unsigned>((a.bits & 0x7fffu) > inf));
+    return T{static_cast<uint16_t>((a.bits & take_a) | (b.bits & ~take_a))};
+}
+CHORUS_ALWAYS_INLINE Half nan_or(Half a, Half b) {
+    return nan_or_bits(a, b, 0x7c00u);
+}
+CHORUS_ALWAYS_INLINE BFloat16 nan_or(BFloat16 a, BFloat16 b) {
+    return nan_or_bits(a, b, 0x7f80u);
+}
+
+template <typename Op, typename T>
+CHORUS_ALWAYS_INLINE T host_elem(T a, T b) {
+    using C = typename ElemArith<T>::Calc;
+    if constexpr (std::is_floating_point<C>::value &&
+                  (std::is_same<Op, OpSum>::value || std::is_same<Op, OpProd>::value)) {
+        return reduce_elem<Op, T>(a, nan_or(a, b));
+    } else {
+        return reduce_elem<Op, T>(a, b);
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Loop bodies, inlined into each multi-versioned kernel below so that every
 // ISA version gets its own vectorization of the loop.
 
 template <typename Op, typename T>
 CHORUS_ALWAYS_INLINE void loop_separate(T* __restrict d, const T* __restrict a, const T* __restrict b, size_t n) {
-    for (size_t i = 0; i < n; ++i) d[i] = reduce_elem<Op, T>(a[i], b[i]);
+    for (size_t i = 0; i < n; ++i) d[i] = host_elem<Op, T>(a[i], b[i]);
 }
 
 template <typename Op, typename T>
 CHORUS_ALWAYS_INLINE void loop_dst_is_a(T* __restrict d, const T* __restrict b, size_t n) {
-    for (size_t i = 0; i < n; ++i) d[i] = reduce_elem<Op, T>(d[i], b[i]);
+    for (size_t i = 0; i < n; ++i) d[i] = host_elem<Op, T>(d[i], b[i]);
 }
 
 template <typename Op, typename T>
 CHORUS_ALWAYS_INLINE void loop_dst_is_b(T* __restrict d, const T* __restrict a, size_t n) {
-    for (size_t i = 0; i < n; ++i) d[i] = reduce_elem<Op, T>(a[i], d[i]);
+    for (size_t i = 0; i < n; ++i) d[i] = host_elem<Op, T>(a[i], d[i]);
 }
 
 template <typename Op, typename T>
 CHORUS_ALWAYS_INLINE void loop_dst_is_both(T* __restrict d, size_t n) {
-    for (size_t i = 0; i < n; ++i) d[i] = reduce_elem<Op, T>(d[i], d[i]);
+    for (size_t i = 0; i < n; ++i) d[i] = host_elem<Op, T>(d[i], d[i]);
 }
 
 template <typename T>

@@ -11,6 +11,8 @@ namespace chorus {
 // dst[i] = a[i] op b[i] for i < count. dst may be the same buffer as a or b
 // (or both), but must not partially overlap either. AVG reduces as SUM.
 // dt and op must already be valid and supported together (op_supported).
+// When both operands of a floating SUM or PROD are NaN, a's NaN (quieted)
+// is the result, in every loop, as on the device.
 // An out-of-place result of 8 MiB or more is written with non-temporal
 // (cache-bypassing) stores; smaller results, and in-place ones, stay cached.
 void host_reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count);

@@ -2,9 +2,21 @@
 ! Fortran, against references computed from per-rank seeded inputs (chosen so
 ! every result is exact), on scalars, rank-1 and rank-2 arrays of integer and
 ! real kinds; nonblocking requests; and the error paths.
+module idle_counter
+  use, intrinsic :: iso_c_binding
+  implicit none
+  integer, save :: idle_calls = 0
+contains
+  subroutine count_idle(arg) bind(C)
+    type(c_ptr), value :: arg
+    if (.not. c_associated(arg)) idle_calls = idle_calls + 1
+  end subroutine
+end module
+
 program test_chorus_fortran
   use mpi
   use chorus
+  use idle_counter
   use, intrinsic :: iso_c_binding
   implicit none
   integer :: me, np, ierr, failures, anyfail
@@ -24,6 +36,7 @@ program test_chorus_fortran
   call check(chorus_comm_create(MPI_COMM_WORLD, comm) == CHORUS_SUCCESS, 'chorus_comm_create')
   call test_constants()
   call test_comm_queries()
+  call test_idle_hook()
   call test_allreduce()
   call test_broadcast()
   call test_reduce()
@@ -105,6 +118,31 @@ contains
     call ok_call(chorus_comm_size(comm, s), 'chorus_comm_size')
     call check(r == me .and. s == np, 'rank and size agree with MPI')
     call check(CHORUS_VERSION_MAJOR == 0 .and. CHORUS_VERSION_MINOR >= 1, 'version constants')
+  end subroutine
+
+  ! The last rank comes late (busy, outside Chorus): the others' wait turns
+  ! the idle hook; once removed, it turns no more.
+  subroutine test_idle_hook()
+    real(c_double) :: x, y
+    double precision :: t0
+    integer :: before
+    type(c_funptr) :: hook
+    hook = c_funloc(count_idle)
+    call ok_call(chorus_comm_set_idle(comm, hook, c_null_ptr), 'chorus_comm_set_idle')
+    x = 1
+    if (me == np - 1) then
+      t0 = MPI_Wtime()
+      do while (MPI_Wtime() - t0 < 0.2d0)
+      end do
+    end if
+    call ok_call(chorus_allreduce(x, y, 1_c_size_t, CHORUS_FLOAT64, CHORUS_SUM, comm, &
+      c_null_ptr), 'allreduce with an idle hook')
+    if (np > 1 .and. me /= np - 1) call check(idle_calls > 0, 'the idle hook turns while a peer is late')
+    call ok_call(chorus_comm_set_idle(comm, c_null_funptr, c_null_ptr), 'chorus_comm_set_idle(NULL)')
+    before = idle_calls
+    call ok_call(chorus_allreduce(x, y, 1_c_size_t, CHORUS_FLOAT64, CHORUS_SUM, comm, &
+      c_null_ptr), 'allreduce without')
+    call check(idle_calls == before, 'a removed idle hook turns no more')
   end subroutine
 
   subroutine test_allreduce()

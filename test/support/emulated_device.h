@@ -5,13 +5,15 @@
 // their mark is done reads stale data, and one that hands device memory to a
 // transport without device support is caught by the loopback transport
 // (LoopbackHub::emulate_device). Kernels (reduce, divide) on pageable host
-// memory are errors, as they would fault on a GPU.
+// memory are errors, as they would fault on a GPU, and so is device work
+// (copies included) that runs past the end of a buffer allocated here.
 #pragma once
 
 #include <algorithm>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,6 +69,20 @@ public:
         ranges_.erase(reinterpret_cast<uintptr_t>(p));
         foreign_.erase(std::remove(foreign_.begin(), foreign_.end(), reinterpret_cast<uintptr_t>(p)), foreign_.end());
     }
+    // Fails when [p, p + bytes) starts inside memory allocated here but runs
+    // past its end (as a GPU copy would fault); other memory is not checked.
+    // `what`: "a copy reads", "a reduce writes", ...
+    void check_range(const void* p, size_t bytes, const char* what) const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto a = reinterpret_cast<uintptr_t>(p);
+        auto it = ranges_.upper_bound(a);
+        if (it == ranges_.begin() || bytes == 0) return;
+        --it;
+        const uintptr_t end = it->first + it->second.first;
+        if (a < end && a + bytes > end)
+            chorus::fail(CHORUS_ERR_INTERNAL, "emulated device: ", what, " ", bytes, " bytes at offset ", a - it->first,
+                         " of a ", it->second.first, "-byte buffer, past its end");
+    }
     // A copy of `bytes` from `src` into new memory of `kind`.
     void* clone(const void* src, size_t bytes, MemKind kind) {
         void* p = alloc(bytes, kind);
@@ -105,16 +121,21 @@ public:
     MemKind kind(const void* p) override { return mem_->kind(p); }
 
     void copy(void* dst, const void* src, size_t bytes) override {
+        mem_->check_range(dst, bytes, "a copy writes");
+        mem_->check_range(src, bytes, "a copy reads");
         queue([=] { std::memcpy(dst, src, bytes); });
     }
     void reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count) override {
-        on_device(dst, "reduce");
-        on_device(a, "reduce");
-        on_device(b, "reduce");
+        const size_t bytes = count * chorus::datatype_size(dt);
+        for (const void* p : {static_cast<const void*>(dst), a, b}) {
+            on_device(p, "reduce");
+            mem_->check_range(p, bytes, "a reduce touches");
+        }
         queue([=] { chorus::host_reduce(dt, op, dst, a, b, count); });
     }
     void divide(chorus_datatype_t dt, void* dst, size_t count, int divisor) override {
         on_device(dst, "divide");
+        mem_->check_range(dst, count * chorus::datatype_size(dt), "a divide writes");
         queue([=] { chorus::host_divide(dt, dst, count, divisor); });
     }
     void wait_for(void* stream) override {

@@ -50,6 +50,26 @@ void LoopbackTransport::check_host(const void* buf, const char* what) const {
         fail(CHORUS_ERR_INTERNAL, "loopback: ", what, " of device memory on a transport without device support");
 }
 
+void LoopbackTransport::get(int peer, void* dst, uint64_t remote, size_t bytes) {
+    if (!hub_->one_sided_) Transport::get(peer, dst, remote, bytes);
+    if (hub_->dead(peer)) fail(CHORUS_ERR_PEER_FAILED, "loopback: get from dead rank ", peer);
+    const void* src = reinterpret_cast<const void*>(remote);
+    if (hub_->is_device_ && (hub_->is_device_(src) || hub_->is_device_(dst)))
+        fail(CHORUS_ERR_INTERNAL, "loopback: one-sided get of device memory");
+    std::memcpy(dst, src, bytes);
+    hub_->one_sided_bytes_ += bytes;
+}
+
+void LoopbackTransport::put(int peer, uint64_t remote, const void* src, size_t bytes) {
+    if (!hub_->one_sided_) Transport::put(peer, remote, src, bytes);
+    if (hub_->dead(peer)) fail(CHORUS_ERR_PEER_FAILED, "loopback: put to dead rank ", peer);
+    void* dst = reinterpret_cast<void*>(remote);
+    if (hub_->is_device_ && (hub_->is_device_(src) || hub_->is_device_(dst)))
+        fail(CHORUS_ERR_INTERNAL, "loopback: one-sided put into device memory");
+    std::memcpy(dst, src, bytes);
+    hub_->one_sided_bytes_ += bytes;
+}
+
 Handle LoopbackTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
     check_host(buf, "send");
     std::lock_guard<std::mutex> lock(hub_->mutex_);

@@ -39,6 +39,13 @@ public:
     // Publish slots of `bytes` each, as shared memory would give them
     // (Transport's publish slots), for every rank.
     void enable_slots(size_t bytes);
+    // Single-copy access to peers' memory (Transport::one_sided()), as
+    // cross-memory attach gives it: get() and put() copy between the ranks'
+    // buffers (one address space here). Reaching device memory that way is
+    // an error (the executor must send it instead), and so is a dead peer.
+    void enable_one_sided() { one_sided_ = true; }
+    // Bytes copied by get() and put() so far.
+    size_t one_sided_bytes() const { return one_sided_bytes_; }
     void emulate_device(std::function<bool(const void*)> is_device, bool direct) {
         is_device_ = std::move(is_device);
         direct_ = direct;
@@ -76,6 +83,8 @@ private:
     std::vector<bool> dead_;
     std::function<bool(const void*)> is_device_;
     bool direct_ = false;
+    bool one_sided_ = false;
+    std::atomic<size_t> one_sided_bytes_{0};
 };
 
 class LoopbackTransport final : public Transport {
@@ -100,6 +109,9 @@ public:
     void slot_done(uint64_t n) override;
     void slot_memory(void** base, size_t* bytes) const override;
     bool device_memory() const override { return hub_->direct_; }
+    bool one_sided() const override { return hub_->one_sided_; }
+    void get(int peer, void* dst, uint64_t remote, size_t bytes) override;
+    void put(int peer, uint64_t remote, const void* src, size_t bytes) override;
 
 private:
     void check_host(const void* buf, const char* what) const;

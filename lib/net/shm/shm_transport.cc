@@ -6,10 +6,12 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/log.h"
 #include "net/host.h"
+#include "net/shm/cma.h"
 
 namespace chorus::net {
 
@@ -437,8 +439,34 @@ std::unique_ptr<Transport> ShmTransport::create(Bootstrap& boot, std::unique_ptr
         if (mem != MAP_FAILED) munmap(mem, bytes);
         return inner;
     }
-    return std::make_unique<ShmTransport>(std::move(inner), eager_bytes, std::move(local_index), mem, std::move(pids),
-                                          bytes);
+    // Single-copy access when every rank is here and each may read every
+    // other's memory (cross-memory attach; a ptrace policy may forbid it).
+    bool readable = false;
+    if (boot.all(local == n)) {
+        std::vector<std::string> words = boot.allgather(std::to_string(cma::probe_address()));
+        bool ok = true;
+        for (int r = 0; r < n && ok; ++r)
+            ok = r == me || cma::probe(pids[r], std::strtoull(words[r].c_str(), nullptr, 10), cma::probe_value());
+        readable = boot.all(ok);
+        if (!readable && !ok)
+            log(LogLevel::Info, me, "single-copy reads of peers' memory unavailable (process_vm_readv refused)");
+    }
+    auto t = std::make_unique<ShmTransport>(std::move(inner), eager_bytes, std::move(local_index), mem, std::move(pids),
+                                            bytes);
+    t->one_sided_ = readable;
+    return t;
+}
+
+void ShmTransport::get(int peer, void* dst, uint64_t remote, size_t bytes) {
+    if (!one_sided_) Transport::get(peer, dst, remote, bytes);
+    if (dead_ >= 0) peer_failed();
+    cma::read(peers_[peer].pid, peer, dst, remote, bytes);
+}
+
+void ShmTransport::put(int peer, uint64_t remote, const void* src, size_t bytes) {
+    if (!one_sided_) Transport::put(peer, remote, src, bytes);
+    if (dead_ >= 0) peer_failed();
+    cma::write(peers_[peer].pid, peer, remote, src, bytes);
 }
 
 }  // namespace chorus::net

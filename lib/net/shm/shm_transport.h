@@ -80,6 +80,12 @@ public:
     void slot_done(uint64_t n) override;
     void slot_memory(void** base, size_t* bytes) const override;
 
+    // Cross-memory attach (shm/cma.h), when create() found it works between
+    // every pair of ranks, all on this host.
+    bool one_sided() const override { return one_sided_; }
+    void get(int peer, void* dst, uint64_t remote, size_t bytes) override;
+    void put(int peer, uint64_t remote, const void* src, size_t bytes) override;
+
 private:
     struct Request;
     struct Message {
@@ -121,6 +127,7 @@ private:
     shm::Segment seg_;
     int me_local_ = 0;
     bool all_local_ = false;  // every rank of the communicator is on this host
+    bool one_sided_ = false;
     std::vector<Peer> peers_;
     std::vector<int> local_ranks_;  // communicator ranks by local index
     uint64_t head_ = 0;             // the next cell of this rank's queue to take

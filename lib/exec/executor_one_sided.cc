@@ -1,0 +1,144 @@
+// The one-sided steps of the executor: expose, get and put.
+//
+// An expose sends its peer a descriptor of the region (address, size, and
+// whether it can be reached in place) and waits for the reply; a get or put
+// waits for the descriptor, copies (transport get/put: one copy, straight
+// between the two ranks' buffers), then replies "done". A get that reduces
+// reads a block at a time into a small buffer that stays in cache and
+// reduces it into place at once, so every remote byte is touched once.
+//
+// Device memory on either side is never reached in place: an exposer whose
+// buffers are on the device says so in its descriptor, and a reader whose
+// buffers are on the device does not read in place either; the reply then
+// asks for the data as an ordinary message (exposer to getter, or putter to
+// exposer), staged like any transfer, and a get that reduces lands it in
+// scratch and reduces from there. Which it is, is settled between the two
+// ranks by the messages themselves, so the schedule (and every other rank)
+// is the same whatever memory each rank passes.
+#include <algorithm>
+#include <cstdlib>
+
+#include "base/error.h"
+#include "exec/executor.h"
+#include "reduce/datatype.h"
+#include "reduce/host_reducer.h"
+
+namespace chorus {
+
+namespace {
+// Descriptor: desc[0] the address, desc[1] the bytes, desc[2] the mode.
+constexpr uint64_t kInPlace = 1;    // read or write the region where it is
+constexpr uint64_t kByMessage = 2;  // it travels as a message
+// Replies.
+constexpr uint64_t kDone = 1;  // the reader or writer is done with the region
+constexpr uint64_t kPush = 2;  // send me the region's contents
+constexpr uint64_t kPull = 3;  // receive the region's new contents
+// A get that reduces reads this much at a time (fits L2 with its operands).
+constexpr size_t kBounceBytes = 128 * 1024;
+}  // namespace
+
+void Executor::FreeBounce::operator()(char* p) const {
+    std::free(p);
+}
+
+void Executor::os_message(StepId s, Part part, bool is_send, void* buf, size_t bytes) {
+    const Step& st = sched_->steps()[s];
+    net::Handle h = is_send ? transport_.send(st.peer, net::make_tag(sched_->rank(), seq_, st.tag), buf, bytes)
+                            : transport_.recv(st.peer, net::make_tag(st.peer, seq_, st.tag), buf, bytes);
+    if (h)
+        inflight_.push_back({s, h, nullptr, part, is_send});
+    else
+        os_done(s, part);
+}
+
+void Executor::os_start(StepId s) {
+    const Step& st = sched_->steps()[s];
+    OneSided& o = os_[s];
+    o.reply = 0;
+    if (st.kind != StepKind::Expose) {
+        o.pending = 1;  // the descriptor, then the reply
+        os_message(s, Part::Desc, false, o.desc, sizeof o.desc);
+        return;
+    }
+    o.desc[0] = dev_.on_device ? 0 : reinterpret_cast<uint64_t>(resolve(st.src));
+    o.desc[1] = st.bytes;
+    o.desc[2] = dev_.on_device ? kByMessage : kInPlace;
+    o.pending = 2;  // the descriptor's send and the reply
+    os_message(s, Part::Reply, false, &o.reply, sizeof o.reply);
+    os_message(s, Part::Desc, true, o.desc, sizeof o.desc);
+}
+
+void Executor::os_done(StepId s, Part part) {
+    const Step& st = sched_->steps()[s];
+    OneSided& o = os_[s];
+    if (st.kind == StepKind::Expose && part == Part::Reply) {
+        if (o.reply == kPush || o.reply == kPull) {
+            ++o.pending;
+            transfer(s, Part::Data, o.reply == kPush, resolve(st.src));
+        } else if (o.reply != kDone) {
+            fail(CHORUS_ERR_INTERNAL, "one-sided: bad reply ", o.reply, " from rank ", st.peer);
+        }
+    } else if (st.kind != StepKind::Expose && part == Part::Desc) {
+        if (o.desc[1] != st.bytes)
+            fail(CHORUS_ERR_MISMATCH, "one-sided: rank ", st.peer, " exposes ", o.desc[1], " bytes, this rank ",
+                 st.kind == StepKind::Get ? "reads " : "writes ", st.bytes);
+        if (o.desc[2] == kInPlace && !dev_.on_device) {
+            os_copy(s, o.desc[0]);
+            o.reply = kDone;
+            os_message(s, Part::Reply, true, &o.reply, sizeof o.reply);
+            return;
+        }
+        const bool get = st.kind == StepKind::Get;
+        o.reply = get ? kPush : kPull;
+        ++o.pending;  // the data
+        os_message(s, Part::Reply, true, &o.reply, sizeof o.reply);
+        char* buf = get ? resolve(st.count ? st.src : st.dst) : resolve(st.src);
+        transfer(s, Part::Data, !get, buf);
+        return;
+    } else if (st.kind == StepKind::Get && st.count && part == Part::Data) {
+        // The data landed in scratch: reduce it into place.
+        char* dst = resolve(st.dst);
+        const char* local = resolve(st.src2);
+        const char* landed = resolve(st.src);
+        const char* a = st.remote_first ? landed : local;
+        const char* b = st.remote_first ? local : landed;
+        if (dev_.on_device) {
+            dev_.device->reduce(sched_->dtype(), sched_->op(), dst, a, b, st.count);
+            queued_.push_back({s, dev_.device->mark(), Phase::Local, nullptr, Part::Reduced});
+            return;
+        }
+        host_reduce(sched_->dtype(), sched_->op(), dst, a, b, st.count);
+    }
+    if (--o.pending == 0) finish(s);
+}
+
+void Executor::os_copy(StepId s, uint64_t remote) {
+    const Step& st = sched_->steps()[s];
+    if (st.kind == StepKind::Put) {
+        transport_.put(st.peer, remote, resolve(st.src), st.bytes);
+        return;
+    }
+    char* dst = resolve(st.dst);
+    if (!st.count) {
+        transport_.get(st.peer, dst, remote, st.bytes);
+        return;
+    }
+    if (!bounce_) {
+        void* p = nullptr;
+        if (posix_memalign(&p, 64, kBounceBytes) != 0) fail(CHORUS_ERR_OUT_OF_MEMORY, "one-sided: bounce buffer");
+        bounce_.reset(static_cast<char*>(p));
+    }
+    const size_t esize = datatype_size(sched_->dtype());
+    const size_t block = kBounceBytes / esize;
+    const char* local = resolve(st.src2);
+    for (size_t i = 0; i < st.count; i += block) {
+        const size_t n = std::min(block, st.count - i), off = i * esize;
+        transport_.get(st.peer, bounce_.get(), remote + off, n * esize);
+        if (st.remote_first)
+            host_reduce(sched_->dtype(), sched_->op(), dst + off, bounce_.get(), local + off, n);
+        else
+            host_reduce(sched_->dtype(), sched_->op(), dst + off, local + off, bounce_.get(), n);
+    }
+}
+
+}  // namespace chorus
