@@ -135,6 +135,7 @@ private:
     size_t mapped_bytes_ = 0;
     int dead_ = -1;  // a local rank found dead: shared memory can no longer be trusted
     SlotCount done_;
+    uint64_t free_through_ = 0;  // every local rank has completed this many slot operations
     std::vector<Request*> spare_;
     size_t inner_pending_ = 0;  // the inner transport's transfers in flight
     bool inner_used_ = false;   // since the last settle()
