@@ -103,18 +103,18 @@ int main(int argc, char** argv) {
         std::fclose(f);
         std::rename(part.c_str(), path.c_str());
     }
-    // The stopped victim never resumes: end it so that the launcher can
-    // finish, once the other survivors have written their verdicts (MPICH's
-    // hydra ends every rank when one dies by a signal). At most 30 s.
-    if (rank == 0 && mode == "stop") {
-        for (int r = 1, waited = 0; r < victim && waited < 3000; ++waited) {
-            const std::string theirs = dir + "/rank-" + std::to_string(r) + ".txt";
-            if (access(theirs.c_str(), F_OK) == 0)
-                ++r;
-            else
-                std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        kill(victim_pid, SIGKILL);
+    // Every survivor stays until all have written their verdicts (at most
+    // 30 s): one that ended first would be a second dead peer to those still
+    // waiting, whose messages must name the victim.
+    for (int r = 0, waited = 0; r < victim && waited < 3000; ++waited) {
+        const std::string theirs = dir + "/rank-" + std::to_string(r) + ".txt";
+        if (access(theirs.c_str(), F_OK) == 0)
+            ++r;
+        else
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    // The stopped victim never resumes: end it so that the launcher can
+    // finish (MPICH's hydra then ends every rank, all verdicts written).
+    if (rank == 0 && mode == "stop") kill(victim_pid, SIGKILL);
     _exit(0);
 }
