@@ -183,6 +183,14 @@ chorus_result_t chorus_comm_destroy(chorus_comm_t comm);
  * it to give up on a collective that a failed peer will never finish. */
 chorus_result_t chorus_comm_abort(chorus_comm_t comm);
 
+/* Label the operations that this rank starts on `comm` from now on, until
+ * the next call: e.g. "gradient bucket 3" or "CG dot product". The label
+ * appears in traces (CHORUS_TRACE), in the flight record and in hang
+ * reports. It is copied; NULL or "" removes it. Local: ranks may label
+ * alike or not, and nothing is sent. At most 255 characters (longer is
+ * CHORUS_ERR_INVALID_ARGUMENT). */
+chorus_result_t chorus_comm_set_label(chorus_comm_t comm, const char* label);
+
 /* While a call on `comm` waits for its peers (a blocking collective, or
  * chorus_wait on one of its requests), `fn(arg)` is called on the waiting
  * thread after every 8 polls without progress. For a program that must keep

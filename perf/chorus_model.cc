@@ -3,22 +3,32 @@
 // every algorithm's predicted time under the cost model and the selector's
 // choice. No MPI, no network: it runs anywhere.
 //
-//   chorus-model [-c COLLECTIVE] [-p P1,P2,...] [-m MIN:MAX] [-T datatype]
+//   chorus-model [-c COLLECTIVE] [-p P1,P2,...] [-m MIN:MAX] [-T datatype] [--check]
+//                [-H HOSTS | -H HOSTSxRANKS | --layout N,N,...]
+//
+// Hosts: -H HOSTS spreads each rank count of -p over HOSTS hosts
+// (consecutive ranks, the first hosts one rank more where it does not
+// divide); -H 4096x8 is 4096 hosts of 8 ranks; --layout 2,1,1 gives each
+// host's ranks. Messages between hosts are priced by CHORUS_COST_NET_*.
 //
 // The cost parameters come from the same CHORUS_COST_* settings the library
-// reads (see README); CHORUS_COST_MAX_STEPS defaults to 20 million here.
+// reads (see README); CHORUS_COST_MAX_STEPS defaults to 4 million here.
+// --check: exit with status 1 unless the selector's choice is within 5% of
+// the best prediction at every point printed (each point off is listed).
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "coll/algorithm.h"
 #include "coll/cost_model.h"
 #include "coll/selector.h"
 #include "core/config.h"
 #include "reduce/datatype.h"
-#include "base/error.h"
 
 using namespace chorus;
 
@@ -27,21 +37,33 @@ namespace {
 void usage() {
     std::fprintf(stderr,
                  "usage: chorus-model [-c allreduce|bcast|reduce|reduce_scatter|allgather|all]\n"
-                 "                    [-p RANKS,...] [-m MIN:MAX bytes, suffixes K M G] [-T datatype]\n"
-                 "defaults: -c all -p 2,16,128,1024,4096 -m 8:1G -T float32\n");
+                 "                    [-p RANKS,...] [-m MIN:MAX bytes, suffixes K M G] [-T datatype] [--check]\n"
+                 "                    [-H HOSTS | -H HOSTSxRANKS_PER_HOST | --layout N,N,...]\n"
+                 "defaults: -c all -p 2,16,128,1024,4096 -m 8:1G -T float32, one host\n"
+                 "--check: status 1 unless every choice is within 5%% of the best prediction\n"
+                 "a prediction marked ~ simulated only some of the ranks (see README)\n");
 }
 
-std::vector<int> parse_ranks(const char* text) {
+// Numbers from 1 to 2^20 separated by `sep`.
+std::vector<int> parse_list(const char* text, char sep, const char* what) {
     std::vector<int> out;
     for (const char* p = text; *p;) {
         char* end = nullptr;
         long v = std::strtol(p, &end, 10);
-        if (end == p || v < 1 || v > 1 << 20) throw Error(CHORUS_ERR_INVALID_ARGUMENT, "bad rank list");
+        if (end == p || v < 1 || v > 1 << 20) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat("bad ", what, ": ", text));
         out.push_back(static_cast<int>(v));
-        p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') throw Error(CHORUS_ERR_INVALID_ARGUMENT, "bad rank list");
+        p = *end == sep ? end + 1 : end;
+        if (*end && *end != sep) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat("bad ", what, ": ", text));
     }
     return out;
+}
+
+// p ranks over `hosts` hosts, consecutive, the first ones a rank more.
+std::vector<int> spread(int p, int hosts) {
+    if (hosts > p) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat(p, " ranks cannot fill ", hosts, " hosts"));
+    std::vector<int> sizes(static_cast<size_t>(hosts), p / hosts);
+    for (int h = 0; h < p % hosts; ++h) ++sizes[h];
+    return sizes;
 }
 
 std::string human(size_t bytes) {
@@ -53,17 +75,31 @@ std::string human(size_t bytes) {
 
 }  // namespace
 
+// How far the choice is from the best prediction at one point.
+struct Miss {
+    std::string where;
+    double ratio;
+};
+
 int main(int argc, char** argv) {
     std::vector<coll::Collective> colls;
     std::vector<int> ranks = {2, 16, 128, 1024, 4096};
     size_t lo = 8, hi = size_t(1) << 30;
     chorus_datatype_t dt = CHORUS_FLOAT32;
+    bool check = false;
+    int hosts = 0;            // -H HOSTS: each rank count spread over them
+    std::vector<int> layout;  // --layout, or -H HOSTSxRANKS
+    constexpr double kTolerance = 1.05;
     try {
         for (int i = 1; i < argc; ++i) {
             std::string a = argv[i];
             if (a == "-h" || a == "--help") {
                 usage();
                 return 0;
+            }
+            if (a == "--check") {
+                check = true;
+                continue;
             }
             if (i + 1 >= argc) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat("missing value after ", a));
             const char* v = argv[++i];
@@ -73,7 +109,16 @@ int main(int argc, char** argv) {
                         colls.push_back(coll::Collective(c));
                 if (colls.empty()) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat("unknown collective ", v));
             } else if (a == "-p") {
-                ranks = parse_ranks(v);
+                ranks = parse_list(v, ',', "rank list");
+            } else if (a == "-H") {
+                std::vector<int> hr = parse_list(v, 'x', "-H (HOSTS or HOSTSxRANKS)");
+                if (hr.size() > 2) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat("bad -H: ", v));
+                if (hr.size() == 2)
+                    layout.assign(static_cast<size_t>(hr[0]), hr[1]);
+                else
+                    hosts = hr[0];
+            } else if (a == "--layout") {
+                layout = parse_list(v, ',', "layout");
             } else if (a == "-m") {
                 std::string m = v;
                 size_t colon = m.find(':');
@@ -95,19 +140,41 @@ int main(int argc, char** argv) {
         if (colls.empty())
             for (int c = 0; c < coll::kNumCollectives; ++c) colls.push_back(coll::Collective(c));
         Config config = Config::from_env();
-        // An offline tool can afford to simulate far larger groups exactly
-        // than the library does at run time (memory: ~120 bytes per step).
-        if (!std::getenv("CHORUS_COST_MAX_STEPS")) config.cost.max_simulated_steps = 20000000;
-        coll::Selector selector(config.cost);
-        std::printf("# chorus-model: predicted microseconds per algorithm; * marks the selector's choice\n");
-        std::printf("# cost model: %s; chunk %zu bytes; every rank simulated while the group has at most %zu steps,\n"
-                    "# rank 0 in lockstep with symmetric peers beyond\n",
-                    config.cost.describe().c_str(), config.chunk_bytes, config.cost.max_simulated_steps);
+        // An offline tool can afford to simulate larger groups exactly than
+        // the library does at run time (memory: ~40 bytes per step).
+        if (!std::getenv("CHORUS_COST_MAX_STEPS")) config.cost.max_simulated_steps = 4000000;
+        if (!layout.empty()) {
+            long total = 0;
+            for (int n : layout) total += n;
+            if (total > 1 << 20) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat(total, " ranks: at most 2^20"));
+            ranks = {static_cast<int>(total)};
+        }
+        // The host map of a rank count (null: one host).
+        auto hosts_for = [&](int p) -> std::shared_ptr<const coll::HostMap> {
+            if (layout.empty() && hosts <= 1) return nullptr;
+            return std::make_shared<const coll::HostMap>(
+                coll::HostMap::from_layout(layout.empty() ? spread(p, hosts) : layout));
+        };
+        std::printf(
+            "# chorus-model: predicted microseconds per algorithm; * marks the selector's choice,\n"
+            "# ~ a prediction that simulated only some of the ranks\n");
+        std::printf(
+            "# cost model: %s; chunk %zu bytes; symmetric schedules: rank 0 alone; others: every rank\n"
+            "# while the group has at most %zu steps, a sample of them beyond\n",
+            config.cost.describe().c_str(), config.chunk_bytes, config.cost.max_simulated_steps);
         size_t esize = datatype_size(dt);
+        std::vector<Miss> misses;
+        size_t points = 0;
         for (auto c : colls) {
             const auto& algos = coll::algorithms_for(c);
+            const auto t0 = std::chrono::steady_clock::now();
             for (int p : ranks) {
-                std::printf("\n# %s, %d ranks, %s\n# %10s", coll::collective_name(c), p, datatype_name(dt), "bytes");
+                coll::CostParams params = config.cost;
+                params.hosts = hosts_for(p);
+                coll::Selector selector(params);
+                const std::string where = params.hosts ? params.hosts->describe() : cat(p, " ranks");
+                std::printf("\n# %s, %s, %s\n# %10s", coll::collective_name(c), where.c_str(), datatype_name(dt),
+                            "bytes");
                 for (const auto& a : algos) std::printf(" %20s", a.name);
                 std::printf("   choice\n");
                 for (size_t bytes = lo; bytes <= hi; bytes *= 4) {
@@ -122,21 +189,41 @@ int main(int argc, char** argv) {
                     args.count = c == coll::Collective::ReduceScatter ? elems / p : elems;
                     if (args.count == 0) continue;
                     const coll::Choice& choice = selector.choose(args);
+                    const coll::Predictions preds = selector.predictions(args, args.message_bytes());
+                    double best = 0, chosen = 0;
+                    for (const auto& [a, pr] : preds) {
+                        if (best == 0 || pr.us < best) best = pr.us;
+                        if (a == choice.algorithm) chosen = pr.us;
+                    }
                     std::printf("  %10s", human(args.message_bytes()).c_str());
                     for (const auto& a : algos) {
-                        try {
-                            double t = coll::predict_us(a, args, config.cost);
-                            std::printf(" %19.1f%s", t, &a == choice.algorithm ? "*" : " ");
-                        } catch (const Error& e) {
-                            if (e.code() != CHORUS_ERR_UNSUPPORTED) throw;
-                            std::printf(" %19s ", "-");
+                        auto it =
+                            std::find_if(preds.begin(), preds.end(), [&](const auto& x) { return x.first == &a; });
+                        if (it == preds.end()) {
+                            std::printf(" %19s  ", "-");
+                            continue;
                         }
+                        std::printf(" %18.1f%s%s", it->second.us, it->second.exact() ? " " : "~",
+                                    &a == choice.algorithm ? "*" : " ");
                     }
                     std::printf("   %s\n", choice.algorithm->name);
                     std::fflush(stdout);
+                    ++points;
+                    if (best > 0 && chosen > best * kTolerance)
+                        misses.push_back({cat(coll::collective_name(c), " p=", p, " ", human(args.message_bytes()),
+                                              ": ", choice.algorithm->name, " ", chosen, " us, best ", best, " us"),
+                                          chosen / best});
                     if (bytes > hi / 4) break;
                 }
             }
+            const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            std::printf("# %s: %.1f s\n", coll::collective_name(c), secs);
+        }
+        if (check) {
+            std::printf("\n# check: %zu of %zu choices more than %.0f%% above the best prediction\n", misses.size(),
+                        points, (kTolerance - 1) * 100);
+            for (const Miss& m : misses) std::printf("#   %s (%.3fx)\n", m.where.c_str(), m.ratio);
+            if (!misses.empty()) return 1;
         }
     } catch (const Error& e) {
         std::fprintf(stderr, "chorus-model: %s\n", e.what());

@@ -22,10 +22,13 @@ struct LoopbackGroup {
 
     using Wrap = std::function<std::unique_ptr<chorus::net::Transport>(std::unique_ptr<chorus::net::Transport>)>;
     // `device` makes each rank's Device (default: CUDA's); `wrap` puts
-    // another transport around each rank's loopback transport.
+    // another transport around each rank's loopback transport; `hosts`
+    // emulates a host map (each rank's host label; empty: one host).
     LoopbackGroup(int n, const chorus::Config& config, bool rendezvous = false,
-                  const std::function<std::unique_ptr<chorus::Device>()>& device = nullptr, const Wrap& wrap = nullptr)
+                  const std::function<std::unique_ptr<chorus::Device>()>& device = nullptr, const Wrap& wrap = nullptr,
+                  const std::vector<int>& hosts = {})
         : hub(std::make_shared<chorus::net::LoopbackHub>(n, rendezvous)) {
+        hub->emulate_hosts(hosts);
         for (int r = 0; r < n; ++r) {
             std::unique_ptr<chorus::net::Transport> t = std::make_unique<chorus::net::LoopbackTransport>(hub, r);
             if (wrap) t = wrap(std::move(t));
@@ -61,7 +64,8 @@ struct LoopbackGroup {
             if (stalled == 1000) {
                 std::string report = "deadlock:";
                 for (int r = 0; r < n; ++r)
-                    if (!ops[r]->finished) report += chorus::cat(" [rank ", r, ": ", ops[r]->executor->pending_summary(), "]");
+                    if (!ops[r]->finished)
+                        report += chorus::cat(" [rank ", r, ": ", ops[r]->executor->pending_summary(), "]");
                 if (error) *error += report;
                 for (int r = 0; r < n; ++r) {
                     if (ops[r]->finished) {
@@ -79,7 +83,8 @@ struct LoopbackGroup {
         }
         for (int r = 0; r < n; ++r) {
             rc[r] = comms[r]->release(ops[r]);
-            if (rc[r] != CHORUS_SUCCESS && error) *error += chorus::cat(" [rank ", r, ": ", comms[r]->last_error(), "]");
+            if (rc[r] != CHORUS_SUCCESS && error)
+                *error += chorus::cat(" [rank ", r, ": ", comms[r]->last_error(), "]");
         }
         return rc;
     }

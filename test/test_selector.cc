@@ -1,6 +1,8 @@
 // The cost model and the selector: predictions come from simulating the
-// schedules, choices are always supported algorithms, and the model's
-// verdicts follow the textbook where the textbook is clear.
+// schedules (rank 0 alone for symmetric ones, exactly; a sample within the
+// budget), messages must match, choices are always supported algorithms and
+// within 5% of the best prediction, and the model's verdicts follow the
+// textbook where the textbook is clear.
 #include <catch2/catch.hpp>
 
 #include "coll/cost_model.h"
@@ -50,12 +52,31 @@ TEST_CASE("the choice is cached per size class and the same for every rank", "[u
     const Choice* first = &sel.choose(a, &fresh);
     REQUIRE(fresh);
     a.rank = 5;
-    a.count = 1500;  // 6000 bytes: same class as 4096
+    a.count = 1200;  // 4800 bytes: the class of 4096 (a quarter octave, up to 4864)
     REQUIRE(&sel.choose(a, &fresh) == first);
     REQUIRE_FALSE(fresh);
+    a.count = 1300;  // 5200 bytes: the next class
+    REQUIRE(&sel.choose(a, &fresh) != first);
+    REQUIRE(fresh);
     REQUIRE(Selector::size_class(4096) == 12);
     REQUIRE(Selector::size_class(8191) == 12);
     REQUIRE(Selector::size_class(0) == 0);
+    // Quarter octaves: 2^c times 1, 152/128, 181/128, 215/128.
+    REQUIRE(Selector::quarter_class(4096) == 48);
+    REQUIRE(Selector::class_floor(48) == 4096);
+    REQUIRE(Selector::class_floor(49) == 4864);
+    REQUIRE(Selector::class_floor(50) == 5792);
+    REQUIRE(Selector::class_floor(51) == 6880);
+    REQUIRE(Selector::class_floor(52) == 8192);
+    REQUIRE(Selector::quarter_class(4863) == 48);
+    REQUIRE(Selector::quarter_class(4864) == 49);
+    REQUIRE(Selector::quarter_class(8191) == 51);
+    for (size_t bytes :
+         {size_t(1), size_t(7), size_t(100), size_t(65537), size_t(1) << 40, (size_t(1) << 40) + 12345}) {
+        const size_t c = Selector::quarter_class(bytes);
+        REQUIRE(Selector::class_floor(c) <= bytes);
+        REQUIRE(Selector::class_floor(c + 1) > bytes);
+    }
 }
 
 TEST_CASE("predicted time grows with the message and the ring wins large all-reduces at few ranks",
@@ -94,6 +115,150 @@ TEST_CASE("cost settings are read from CHORUS_COST_*", "[unit][config]") {
     REQUIRE(c.cost.bandwidth_gbs == 12);
     REQUIRE_THROWS_AS(Config::from_strings({"CHORUS_COST_REDUCE_GBS=0"}), Error);
     REQUIRE_THROWS_AS(Config::from_strings({"CHORUS_COST_COPY_GBS=fast"}), Error);
+}
+
+TEST_CASE("simulating rank 0 of symmetric schedules predicts what simulating every rank does", "[unit][costmodel]") {
+    CostParams every;
+    every.use_symmetry = false;
+    every.max_simulated_steps = size_t(1) << 30;
+    CostParams shortcut = every;
+    shortcut.use_symmetry = true;
+    size_t symmetric = 0, cases = 0;
+    for (int c = 0; c < kNumCollectives; ++c)
+        for (const Algorithm& algo : algorithms_for(Collective(c)))
+            for (int p : {2, 3, 4, 5, 8, 12, 16, 32})
+                for (size_t bytes : {size_t(4), size_t(4) * p, size_t(12) * p + 4, size_t(4096) * p, size_t(1) << 20}) {
+                    for (chorus_op_t op : {CHORUS_SUM, CHORUS_AVG}) {
+                        CollArgs a = args_for(Collective(c), p, bytes);
+                        a.op = op;
+                        a.chunk_bytes = 1024;
+                        a.depth = 4;
+                        if (algo.supports && !algo.supports(a)) continue;  // the slots: one host's ranks only
+                        CAPTURE(algo.name, collective_name(algo.coll), p, bytes, op);
+                        Prediction full = predict(algo, a, every), fast = predict(algo, a, shortcut);
+                        REQUIRE(full.mode == SimMode::Full);
+                        REQUIRE(full.ranks == p);
+                        REQUIRE(fast.us == full.us);  // the same arithmetic, not merely close
+                        if (fast.mode == SimMode::Symmetric) {
+                            ++symmetric;
+                            REQUIRE(fast.ranks == 1);
+                        }
+                        ++cases;
+                    }
+                }
+    // Rings, recursive doubling and Bruck at powers of two, and more.
+    REQUIRE(symmetric > cases / 5);
+    CollArgs ring = args_for(Collective::Allreduce, 16, 1 << 20);
+    REQUIRE(predict(find_algorithm(Collective::Allreduce, "ring"), ring, shortcut).mode == SimMode::Symmetric);
+    REQUIRE(predict(find_algorithm(Collective::Allreduce, "recursive_doubling"), ring, shortcut).mode ==
+            SimMode::Symmetric);
+    // A rooted tree is not.
+    REQUIRE(predict(find_algorithm(Collective::Broadcast, "binomial"), ring, shortcut).mode == SimMode::Full);
+}
+
+TEST_CASE("past its budget the model simulates a sample of ranks that fits it", "[unit][costmodel]") {
+    CostParams params;
+    const Algorithm& tree = find_algorithm(Collective::Broadcast, "binomial");
+    CollArgs a = args_for(Collective::Broadcast, 256, 64 << 20);  // 256 pieces a rank
+    params.max_simulated_steps = 100000000;
+    Prediction full = predict(tree, a, params);
+    REQUIRE(full.mode == SimMode::Full);
+    params.max_simulated_steps = full.steps / 4;
+    Prediction part = predict(tree, a, params);
+    REQUIRE(part.mode == SimMode::Sampled);
+    REQUIRE_FALSE(part.exact());
+    REQUIRE(part.steps <= params.max_simulated_steps);
+    REQUIRE(part.ranks < 256);
+    REQUIRE(part.ranks > 8);  // the ranks on the paths down to the sampled ones
+    // The broadcast's ranks wait only for the ranks above them, which come
+    // with them: the sample's prediction is the full one's, or a little
+    // below where the last rank to finish was left out.
+    REQUIRE(part.us <= full.us);
+    REQUIRE(part.us >= 0.9 * full.us);
+}
+
+namespace {
+// Rank 0 sends with tag 1; rank 1 expects tag 2.
+std::unique_ptr<Schedule> mismatched(const CollArgs& a) {
+    auto s = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
+    if (a.rank == 0) s->send(1, 1, {Buf::Send, 0}, 4);
+    if (a.rank == 1) s->recv(0, 2, {Buf::Recv, 0}, 4);
+    s->finalize();
+    return s;
+}
+// Rank 0 awaits rank 1's slot, which rank 1 never publishes.
+std::unique_ptr<Schedule> unpublished(const CollArgs& a) {
+    auto s = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
+    if (a.rank == 0) s->copy(Region(Buf::Recv, 0), Region::slot(1, 0), 4, {s->await(1)});
+    s->finalize();
+    return s;
+}
+}  // namespace
+
+TEST_CASE("the model refuses schedules whose messages do not match", "[unit][costmodel]") {
+    const Algorithm broken{Collective::Broadcast, "mismatched", mismatched, nullptr};
+    CollArgs a = args_for(Collective::Broadcast, 2, 4);
+    REQUIRE_THROWS_WITH(predict(broken, a, CostParams{}), Catch::Contains("no such message"));
+    const Algorithm never{Collective::Broadcast, "unpublished", unpublished, nullptr};
+    REQUIRE_THROWS_WITH(predict(never, a, CostParams{}), Catch::Contains("publishes none"));
+}
+
+TEST_CASE("a publish costs a copy and an await ends the slot's latency after the peer's publish",
+          "[unit][costmodel]") {
+    CostParams params;
+    params.all_local = true;
+    const double copy_us = 4096 / (params.copy_gbs * 1e3), reduce_us = 4096 / (params.reduce_gbs * 1e3);
+    // Every rank publishes, awaits the three others, and reduces four slots
+    // in rank order (three reductions) once the slots are there.
+    CollArgs a = args_for(Collective::Allreduce, 4, 4096);
+    a.slot_bytes = 16368;
+    Prediction all = predict(find_algorithm(Collective::Allreduce, "shm_flat"), a, params);
+    REQUIRE(all.mode == SimMode::Full);
+    REQUIRE(all.us == Approx(copy_us + params.slot_us + 3 * reduce_us));
+    // The root publishes; the others wait for its slot, then copy out of it.
+    a = args_for(Collective::Broadcast, 16, 4096);
+    a.slot_bytes = 16368;
+    const Algorithm& bcast = find_algorithm(Collective::Broadcast, "shm_flat");
+    Prediction full = predict(bcast, a, params);
+    REQUIRE(full.mode == SimMode::Full);
+    REQUIRE(full.us == Approx(copy_us + params.slot_us + copy_us));
+    // A sample of the ranks: each waits for the root, which is in it.
+    params.max_simulated_steps = full.steps / 3;
+    Prediction part = predict(bcast, a, params);
+    REQUIRE(part.mode == SimMode::Sampled);
+    REQUIRE(part.us == full.us);
+    // The ranks left out of a reduce publish when the root does.
+    a = args_for(Collective::Reduce, 16, 4096);
+    a.slot_bytes = 16368;
+    const Algorithm& reduce = find_algorithm(Collective::Reduce, "shm_flat");
+    params.max_simulated_steps = size_t(1) << 20;
+    full = predict(reduce, a, params);
+    params.max_simulated_steps = full.steps / 2;
+    part = predict(reduce, a, params);
+    REQUIRE(part.mode == SimMode::Sampled);
+    REQUIRE(part.us == Approx(full.us));
+}
+
+TEST_CASE("the selector's choice is within 5% of the best prediction across sizes and rank counts",
+          "[unit][selector]") {
+    Selector sel{CostParams{}};
+    size_t points = 0;
+    for (int c = 0; c < kNumCollectives; ++c)
+        for (int p : {2, 3, 16, 100, 1024})
+            for (size_t bytes = 8; bytes <= (size_t(256) << 20); bytes *= 16) {
+                CollArgs a = args_for(Collective(c), p, bytes);
+                if (a.message_bytes() != bytes) continue;  // a reduce-scatter block rounded
+                const Choice& choice = sel.choose(a);
+                double best = 0, chosen = 0;
+                for (const auto& [algo, pr] : sel.predictions(a, bytes)) {
+                    if (best == 0 || pr.us < best) best = pr.us;
+                    if (algo == choice.algorithm) chosen = pr.us;
+                }
+                CAPTURE(collective_name(Collective(c)), p, bytes, choice.algorithm->name, chosen, best);
+                REQUIRE(chosen <= best * 1.05);
+                ++points;
+            }
+    REQUIRE(points > 150);
 }
 
 TEST_CASE("ranks that share memory take the flat shared-memory algorithms for small messages only",

@@ -61,6 +61,9 @@ protected:
         Bucket& b = buckets_[bi];
         if (++b.ready == b.layers) {
             float* g = grads_.data() + b.begin;
+            // Named in traces, flight records and hang reports.
+            const std::string label = "gradient bucket " + std::to_string(bi);
+            check(chorus_comm_set_label(comm_, label.c_str()), "chorus_comm_set_label", comm_);
             check(chorus_iallreduce(g, g, b.end - b.begin, CHORUS_FLOAT32, CHORUS_AVG, comm_, nullptr, &requests_[bi]),
                   "chorus_iallreduce (gradient bucket)", comm_);
         }

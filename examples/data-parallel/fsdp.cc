@@ -65,6 +65,8 @@ public:
 protected:
     const float* layer_params(size_t l) override {
         Shard& s = shards_[l];
+        const std::string label = "layer " + std::to_string(l) + " parameters";
+        check(chorus_comm_set_label(comm_, label.c_str()), "chorus_comm_set_label", comm_);
         check(chorus_allgather(s.params.data(), gathered_.data(), s.count, CHORUS_FLOAT32, comm_, nullptr),
               "chorus_allgather (layer parameters)", comm_);
         return gathered_.data();
@@ -74,6 +76,8 @@ protected:
 
     void grads_ready(size_t l) override {
         Shard& s = shards_[l];
+        const std::string label = "layer " + std::to_string(l) + " gradients";
+        check(chorus_comm_set_label(comm_, label.c_str()), "chorus_comm_set_label", comm_);
         check(chorus_ireduce_scatter(s.full_grad.data(), s.grad.data(), s.count, CHORUS_FLOAT32, CHORUS_AVG, comm_,
                                      nullptr, &requests_[l]),
               "chorus_ireduce_scatter (layer gradients)", comm_);

@@ -39,8 +39,10 @@ StepStats Trainer::step(int step) {
     finish_step();
     const double t3 = MPI_Wtime();
 
+    check(chorus_comm_set_label(comm_, "loss"), "chorus_comm_set_label", comm_);
     check(chorus_allreduce(&local_loss, &st.loss, 1, CHORUS_FLOAT64, CHORUS_AVG, comm_, nullptr),
           "chorus_allreduce (loss)", comm_);
+    check(chorus_comm_set_label(comm_, nullptr), "chorus_comm_set_label", comm_);
     st.seconds = t3 - t0;
     st.backward = t2 - t1;
     st.wait = t3 - t2;

@@ -25,7 +25,7 @@ std::unique_ptr<Schedule> build_binomial_bcast(const CollArgs& a) {
         s.finalize();
         return sched;
     }
-    StepBuilder sb(s, a);
+    StepBuilder sb(s, a, 1);  // one step: piece i is tag (0, i) on every edge of the tree
     const int p = a.size;
     const int rel = mod(a.rank - a.root, p);
     auto abs_rank = [&](int r) { return mod(r + a.root, p); };
@@ -51,9 +51,9 @@ std::unique_ptr<Schedule> build_binomial_bcast(const CollArgs& a) {
         if (!r.size()) continue;
         const size_t bytes = r.size() * sb.esize();
         std::vector<StepId> after;
-        if (parent >= 0) after.push_back(s.recv(abs_rank(parent), tag_of(0, i), sb.at(Buf::Recv, r.begin), bytes));
+        if (parent >= 0) after.push_back(s.recv(abs_rank(parent), sb.tag_of(0, i), sb.at(Buf::Recv, r.begin), bytes));
         for (int kid : order) {
-            StepId sd = s.send(abs_rank(kid), tag_of(0, i), sb.at(src, r.begin), bytes, after);
+            StepId sd = s.send(abs_rank(kid), sb.tag_of(0, i), sb.at(src, r.begin), bytes, after);
             if (rel == 0 && kid == order.back()) sent.push_back(sd);
         }
     }

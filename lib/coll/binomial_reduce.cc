@@ -35,7 +35,7 @@ std::unique_ptr<Schedule> build_binomial_reduce(const CollArgs& a) {
         s.finalize();
         return sched;
     }
-    StepBuilder b(s, a);
+    StepBuilder b(s, a, 1);  // one step: piece i is tag (0, i) on every edge of the tree
     const size_t es = b.esize();
     const int rel = mod(r - a.root, p);
     const bool root = rel == 0;
@@ -63,8 +63,8 @@ std::unique_ptr<Schedule> build_binomial_reduce(const CollArgs& a) {
         for (int kid : kids) {
             size_t slot = next_slot++ % nslots;
             Region tmp = b.at(Buf::Scratch, slot0 + slot * slot_elems);
-            StepId rv = slot_busy[slot] ? s.recv(kid, tag_of(0, k), tmp, pc.size() * es, {slot_user[slot]})
-                                        : s.recv(kid, tag_of(0, k), tmp, pc.size() * es);
+            StepId rv = slot_busy[slot] ? s.recv(kid, b.tag_of(0, k), tmp, pc.size() * es, {slot_user[slot]})
+                                        : s.recv(kid, b.tag_of(0, k), tmp, pc.size() * es);
             ready.push_back(rv);
             StepId red = s.reduce(b.at(acc, pc.begin), b.at(cur, pc.begin), tmp, pc.size(), ready);
             slot_user[slot] = red;
@@ -73,7 +73,7 @@ std::unique_ptr<Schedule> build_binomial_reduce(const CollArgs& a) {
             cur = acc;
         }
         if (!root) {
-            s.send(parent, tag_of(0, k), b.at(cur, pc.begin), pc.size() * es, ready);
+            s.send(parent, b.tag_of(0, k), b.at(cur, pc.begin), pc.size() * es, ready);
             continue;
         }
         if (nk == 0) ready.assign(1, s.copy(b.at(Buf::Recv, pc.begin), b.at(Buf::Send, pc.begin), pc.size() * es));

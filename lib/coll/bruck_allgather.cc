@@ -27,12 +27,20 @@ std::unique_ptr<Schedule> build_bruck_allgather(const CollArgs& a) {
         s.finalize();
         return sched;
     }
-    StepBuilder sb(s, a);
     const int p = a.size, r = a.rank;
+    StepBuilder sb(s, a, 2 * ceil_log2(p));  // two messages (runs) per round
     const size_t n = a.count;
 
-    // Everything written into the receive buffer so far: later sends read it.
-    std::vector<StepId> written = sb.copy(Buf::Recv, static_cast<size_t>(r) * n, Buf::Send, 0, n);
+    const size_t es = sb.esize();
+
+    // What wrote each part of the receive buffer so far: a piece sent later
+    // waits for the steps that wrote the elements it reads. A round also
+    // waits for the previous round's messages to have arrived (their last
+    // pieces), so that the rounds keep their order on the wire.
+    RangeSteps written;
+    std::vector<StepId> last_round;
+    const size_t own = static_cast<size_t>(r) * n;
+    for (StepId c : sb.copy(Buf::Recv, own, Buf::Send, 0, n)) written.add(own, own + n, c);
 
     // Blocks first .. first + nb - 1 (mod p) as at most two contiguous runs.
     struct Run {
@@ -52,19 +60,33 @@ std::unique_ptr<Schedule> build_bruck_allgather(const CollArgs& a) {
         const auto out = runs(r, nb), in = runs(from, nb);
         for (size_t part = 0; part < out.size(); ++part) {
             const uint32_t step = static_cast<uint32_t>(2 * round + part);
+            const size_t first = static_cast<size_t>(out[part].first) * n;
             const size_t elems = static_cast<size_t>(out[part].blocks) * n;
-            if (d == 1)  // only this rank's block, still in the send buffer
+            if (d == 1) {  // only this rank's block, still in the send buffer
                 sb.send(to, step, Buf::Send, 0, elems);
-            else
-                sb.send(to, step, Buf::Recv, static_cast<size_t>(out[part].first) * n, elems, written);
+                continue;
+            }
+            for_pieces(sb, first, first + elems, [&](size_t i, size_t e, size_t k) {
+                std::vector<StepId> deps = written.overlapping(e, e + k);
+                append(deps, last_round);
+                s.send(to, sb.tag_of(step, i), sb.at(Buf::Recv, e), k * es, deps);
+            });
         }
-        std::vector<StepId> got;
+        // Received this round: read by the sends of later rounds only.
+        RangeSteps got;
+        last_round.clear();
         for (size_t part = 0; part < in.size(); ++part) {
             const uint32_t step = static_cast<uint32_t>(2 * round + part);
-            append(got, sb.recv(from, step, Buf::Recv, static_cast<size_t>(in[part].first) * n,
-                                static_cast<size_t>(in[part].blocks) * n));
+            const size_t first = static_cast<size_t>(in[part].first) * n;
+            const size_t elems = static_cast<size_t>(in[part].blocks) * n;
+            StepId rv = 0;
+            for_pieces(sb, first, first + elems, [&](size_t i, size_t e, size_t k) {
+                rv = s.recv(from, sb.tag_of(step, i), sb.at(Buf::Recv, e), k * es);
+                got.add(e, e + k, rv);
+            });
+            last_round.push_back(rv);
         }
-        append(written, got);
+        got.for_each([&](size_t e0, size_t e1, StepId st) { written.add(e0, e1, st); });
     }
     s.finalize();
     return sched;

@@ -24,7 +24,7 @@ std::unique_ptr<Schedule> build_chain_bcast(const CollArgs& a) {
         s.finalize();
         return sched;
     }
-    StepBuilder sb(s, a);
+    StepBuilder sb(s, a, 1);  // one step: piece i is tag (0, i) on every link
     const int p = a.size;
     const int rel = mod(a.rank - a.root, p);
 
@@ -38,8 +38,8 @@ std::unique_ptr<Schedule> build_chain_bcast(const CollArgs& a) {
         if (!r.size()) continue;
         const size_t bytes = r.size() * sb.esize();
         std::vector<StepId> after;
-        if (has_prev) after.push_back(s.recv(prev, tag_of(0, i), sb.at(Buf::Recv, r.begin), bytes));
-        if (has_next) sent.push_back(s.send(next, tag_of(0, i), sb.at(src, r.begin), bytes, after));
+        if (has_prev) after.push_back(s.recv(prev, sb.tag_of(0, i), sb.at(Buf::Recv, r.begin), bytes));
+        if (has_next) sent.push_back(s.send(next, sb.tag_of(0, i), sb.at(src, r.begin), bytes, after));
     }
     // The root's own output, piece by piece behind its sends; in place the
     // executor skips it.

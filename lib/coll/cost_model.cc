@@ -2,297 +2,150 @@
 
 #include <algorithm>
 #include <memory>
-#include <queue>
-#include <unordered_map>
-#include <unordered_set>
+#include <tuple>
 #include <vector>
 
 #include "base/error.h"
-#include "reduce/datatype.h"
+#include "coll/simulation.h"
 
 namespace chorus::coll {
 
 std::string CostParams::describe() const {
-    return cat("alpha ", alpha_us, " us (+", rendezvous_us, " us above ", eager_bytes, " bytes), link ", bandwidth_gbs,
-               " GB/s, reduce ", reduce_gbs, " GB/s, copy ", copy_gbs, " GB/s");
+    std::string out = cat("alpha ", alpha_us, " us (+", rendezvous_us, " us above ", eager_bytes, " bytes), link ",
+                          bandwidth_gbs, " GB/s, reduce ", reduce_gbs, " GB/s, copy ", copy_gbs, " GB/s");
+    out += cat("; between hosts alpha ", net_alpha_us, " us, link ", net_gbs, " GB/s a host");
+    if (hosts) out += cat("; ", hosts->describe());
+    return out;
+}
+
+const char* sim_mode_name(SimMode m) {
+    switch (m) {
+        case SimMode::Symmetric: return "symmetric";
+        case SimMode::Full: return "full";
+        case SimMode::Sampled: return "sampled";
+    }
+    return "?";
 }
 
 namespace {
 
-constexpr int kAnyRank = -1;  // lockstep: the slot of whichever peer
+// A relabelling of the ranks that maps rank 0 to rank r.
+enum class Relabel { Shift, Xor };
 
-struct Event {
-    double time;
-    int rank;
-    StepId step;
-    bool operator>(const Event& o) const { return time > o.time; }
-};
+int image(Relabel how, int peer, int r, int p) {
+    return how == Relabel::Shift ? static_cast<int>((static_cast<long>(peer) + r) % p) : peer ^ r;
+}
 
-struct MsgKey {
-    int src, dst;
-    uint32_t tag;
-    bool operator==(const MsgKey& o) const { return src == o.src && dst == o.dst && tag == o.tag; }
-};
-struct MsgKeyHash {
-    size_t operator()(const MsgKey& k) const {
-        return std::hash<uint64_t>()((uint64_t(uint32_t(k.src)) << 32 | uint32_t(k.dst)) * 0x9e3779b97f4a7c15ull ^
-                                     k.tag);
+// Whether rank 0's messages pair up as they must when every rank is an
+// image of rank 0: its send with tag T to q is the image of q's send to 0,
+// which rank 0 then receives from the image of 0 under the relabelling that
+// takes q to 0 (p - q, or q), with the same tag and size; each tag once each
+// way.
+bool self_paired(const Schedule& s0, Relabel how, int p) {
+    std::vector<std::tuple<uint32_t, int, size_t>> sends, recvs;
+    for (const Step& st : s0.steps()) {
+        if (st.kind == StepKind::Send)
+            sends.emplace_back(st.tag, how == Relabel::Shift ? (p - st.peer) % p : st.peer, st.bytes);
+        if (st.kind == StepKind::Recv) recvs.emplace_back(st.tag, st.peer, st.bytes);
     }
-};
+    if (sends.empty()) return false;
+    std::sort(sends.begin(), sends.end());
+    std::sort(recvs.begin(), recvs.end());
+    auto same_tag = [](const auto& x, const auto& y) { return std::get<0>(x) == std::get<0>(y); };
+    return sends == recvs && std::adjacent_find(sends.begin(), sends.end(), same_tag) == sends.end();
+}
 
-// Simulates the schedules of `ranks` (a subset of the group when `lockstep`:
-// then a receive's sender is assumed ready when the receiver is).
-class Simulation {
-public:
-    Simulation(const CostParams& p, chorus_datatype_t dt) : p_(p), esize_(datatype_size(dt)) {}
-
-    double run(std::vector<std::unique_ptr<Schedule>>& scheds, bool lockstep) {
-        scheds_ = &scheds;
-        lockstep_ = lockstep;
-        size_t n = scheds.size();
-        remaining_.resize(n);
-        ready_.resize(n);
-        cpu_.assign(n, 0);
-        out_.assign(n, 0);
-        in_.assign(n, 0);
-        for (size_t r = 0; r < n; ++r) {
-            const Schedule& s = *scheds[r];
-            remaining_[r].resize(s.steps().size());
-            ready_[r].assign(s.steps().size(), 0.0);
-            for (StepId k = 0; k < s.steps().size(); ++k)
-                if ((remaining_[r][k] = s.ndeps(k)) == 0) queue_.push({0.0, int(r), k});
-        }
-        for (;;) {
-            while (!queue_.empty()) {
-                Event e = queue_.top();
-                queue_.pop();
-                step(e);
-            }
-            if (waiting_.empty()) break;
-            // Receives whose mirrored send depends on them: they arrive as
-            // soon as they are ready (the optimistic case).
-            auto first = waiting_.begin();
-            for (auto it = waiting_.begin(); it != waiting_.end(); ++it)
-                if (it->second.time < first->second.time) first = it;
-            Event e = first->second;
-            waiting_.erase(first);
-            finish_recv(e, e.time);
-        }
-        if (!sends_.empty() || !recvs_.empty() || !awaiting_.empty())
-            fail(CHORUS_ERR_INTERNAL, "cost model: ", sends_.size() + recvs_.size(), " unmatched transfers, ",
-                 awaiting_.size(), " awaits of a slot never published");
-        return end_;
+// Whether `sr` (rank r's schedule) is `s0` relabelled, step by step.
+bool is_image(const Schedule& s0, const Schedule& sr, int r, Relabel how, int p) {
+    if (s0.num_steps() != sr.num_steps()) return false;
+    for (StepId k = 0; k < s0.num_steps(); ++k) {
+        const Step &x = s0.steps()[k], &y = sr.steps()[k];
+        if (x.kind != y.kind || x.tag != y.tag || x.bytes != y.bytes || x.count != y.count ||
+            s0.ndeps(k) != sr.ndeps(k) || !std::equal(s0.deps_of(k), s0.deps_of(k) + s0.ndeps(k), sr.deps_of(k)))
+            return false;
+        if ((x.peer < 0) != (y.peer < 0) || (x.peer >= 0 && y.peer != image(how, x.peer, r, p))) return false;
     }
+    return true;
+}
 
-private:
-    double us(size_t bytes, double gbs) const { return static_cast<double>(bytes) / (gbs * 1e3); }
-
-    void complete(int r, StepId k, double t) {
-        end_ = std::max(end_, t);
-        const Schedule& s = *(*scheds_)[r];
-        const uint32_t* out = s.dependents_of(k);
-        for (uint32_t i = 0, m = s.ndependents(k); i < m; ++i) {
-            StepId d = out[i];
-            ready_[r][d] = std::max(ready_[r][d], t);
-            if (--remaining_[r][d] == 0) queue_.push({ready_[r][d], r, d});
-        }
-    }
-
-    // Per-message cost: above the eager size, a rendezvous handshake too;
-    // within one host's shared memory, less.
-    double alpha(size_t bytes) const {
-        if (bytes > p_.eager_bytes) return p_.alpha_us + p_.rendezvous_us;
-        return p_.all_local ? p_.local_alpha_us : p_.alpha_us;
-    }
-
-    // A rank's slot is published: the peers awaiting it see it slot_us later.
-    void published(int r, double t) {
-        published_[r] = t;
-        auto range = awaiting_.equal_range(r);
-        std::vector<Event> woken;
-        for (auto it = range.first; it != range.second; ++it) woken.push_back(it->second);
-        awaiting_.erase(range.first, range.second);
-        for (const Event& e : woken) complete(e.rank, e.step, std::max(e.time, t + p_.slot_us));
-    }
-
-    // A one-sided pair: the copy runs on the CPU of the rank that gets or
-    // puts, once both sides are ready and the descriptor has arrived.
-    double copy_us(const Step& st) const {
-        if (st.kind == StepKind::Get && st.count) return us(st.count * esize_, p_.get_reduce_gbs);
-        return us(st.bytes, p_.get_gbs);
-    }
-    void one_sided(int src, StepId ks, double ts, int dst, StepId kr, double tr) {
-        const Step& st = (*scheds_)[dst]->steps()[kr];
-        double start = std::max({ts + p_.local_alpha_us, tr, cpu_[dst]});
-        cpu_[dst] = start + copy_us(st);
-        complete(dst, kr, cpu_[dst]);
-        complete(src, ks, cpu_[dst] + p_.local_alpha_us);
-    }
-
-    void transfer(int src, StepId ks, double ts, int dst, StepId kr, double tr, size_t bytes) {
-        if ((*scheds_)[src]->steps()[ks].kind == StepKind::Expose) {
-            one_sided(src, ks, ts, dst, kr, tr);
-            return;
-        }
-        double start = std::max({ts, tr, out_[src], in_[dst]});
-        double wire = us(bytes, p_.bandwidth_gbs);
-        out_[src] = in_[dst] = start + wire;
-        double end = start + alpha(bytes) + wire;
-        complete(src, ks, end);
-        complete(dst, kr, end);
-    }
-
-    void step(const Event& e) {
-        const Step& st = (*scheds_)[e.rank]->steps()[e.step];
-        switch (st.kind) {
-            case StepKind::Reduce:
-            case StepKind::Divide:
-            case StepKind::Copy: {
-                size_t bytes = st.kind == StepKind::Copy ? st.bytes : st.count * esize_;
-                double rate = st.kind == StepKind::Copy ? p_.copy_gbs : p_.reduce_gbs;
-                double start = std::max(e.time, cpu_[e.rank]);
-                cpu_[e.rank] = start + us(bytes, rate);
-                complete(e.rank, e.step, cpu_[e.rank]);
-                return;
-            }
-            case StepKind::Publish: {
-                double start = std::max(e.time, cpu_[e.rank]);
-                cpu_[e.rank] = start + us(st.bytes, p_.copy_gbs);
-                complete(e.rank, e.step, cpu_[e.rank]);
-                // Lockstep: every rank publishes when rank 0 does.
-                published(lockstep_ ? kAnyRank : e.rank, cpu_[e.rank]);
-                return;
-            }
-            case StepKind::Await: {
-                int peer = lockstep_ ? kAnyRank : st.peer;
-                auto it = published_.find(peer);
-                if (it != published_.end())
-                    complete(e.rank, e.step, std::max(e.time, it->second + p_.slot_us));
-                else if (lockstep_)
-                    complete(e.rank, e.step, e.time + p_.slot_us);
-                else
-                    awaiting_.emplace(peer, e);
-                return;
-            }
-            case StepKind::Send:
-            case StepKind::Recv:
-            case StepKind::Expose:
-            case StepKind::Get:
-            case StepKind::Put: break;
-        }
-        // An expose pairs like a send, a get or put like a receive.
-        bool is_send = st.kind == StepKind::Send || st.kind == StepKind::Expose;
-        if (lockstep_) {
-            mirror_step(e, st, is_send);
-            return;
-        }
-        MsgKey key = is_send ? MsgKey{e.rank, st.peer, st.tag} : MsgKey{st.peer, e.rank, st.tag};
-        auto& mine = is_send ? sends_ : recvs_;
-        auto& theirs = is_send ? recvs_ : sends_;
-        auto it = theirs.find(key);
-        if (it == theirs.end()) {
-            mine.emplace(key, Event{e.time, e.rank, e.step});
-            return;
-        }
-        Event other = it->second;
-        theirs.erase(it);
-        if (is_send)
-            transfer(e.rank, e.step, e.time, other.rank, other.step, other.time, st.bytes);
-        else
-            transfer(other.rank, other.step, other.time, e.rank, e.step, e.time, st.bytes);
-    }
-
-    // Lockstep: rank 0 only. A receive with tag T arrives after rank 0's own
-    // send with tag T starts (the peer, being symmetric, sends it then).
-    void mirror_step(const Event& e, const Step& st, bool is_send) {
-        if (st.kind == StepKind::Expose) {
-            // The symmetric peer copies out of it as this rank copies.
-            sent_[st.tag] = e.time;
-            complete(0, e.step, e.time + 2 * p_.local_alpha_us + copy_us(st));
-            wake(st.tag, e.time);
-            return;
-        }
-        if (is_send) {
-            double& port = out_[0];
-            double start = std::max(e.time, port);
-            double wire = us(st.bytes, p_.bandwidth_gbs);
-            port = start + wire;
-            sent_[st.tag] = start;
-            complete(0, e.step, start + alpha(st.bytes) + wire);
-            wake(st.tag, start);
-            return;
-        }
-        auto it = sent_.find(st.tag);
-        if (it != sent_.end()) {
-            finish_recv(e, it->second);
-        } else if (has_send_tag(st.tag)) {
-            waiting_.emplace(st.tag, e);
-        } else {
-            finish_recv(e, e.time);
-        }
-    }
-
-    void wake(uint32_t tag, double start) {
-        auto range = waiting_.equal_range(tag);
-        std::vector<Event> ready;
-        for (auto it = range.first; it != range.second; ++it) ready.push_back(it->second);
-        waiting_.erase(range.first, range.second);
-        for (const Event& r : ready) finish_recv(r, std::max(r.time, start));
-    }
-
-    void finish_recv(const Event& e, double data_ready) {
-        const Step& st = (*scheds_)[0]->steps()[e.step];
-        if (st.kind == StepKind::Get || st.kind == StepKind::Put) {
-            double start = std::max(data_ready + p_.local_alpha_us, cpu_[0]);
-            cpu_[0] = start + copy_us(st);
-            complete(0, e.step, cpu_[0]);
-            return;
-        }
-        double start = std::max(data_ready, in_[0]);
-        double wire = us(st.bytes, p_.bandwidth_gbs);
-        in_[0] = start + wire;
-        complete(0, e.step, start + alpha(st.bytes) + wire);
-    }
-
-    bool has_send_tag(uint32_t tag) {
-        if (send_tags_.empty())
-            for (const Step& s : (*scheds_)[0]->steps())
-                if (s.kind == StepKind::Send || s.kind == StepKind::Expose) send_tags_.insert(s.tag);
-        return send_tags_.count(tag) != 0;
-    }
-
-    const CostParams& p_;
-    size_t esize_;
-    std::unordered_map<uint32_t, double> sent_;
-    std::unordered_multimap<uint32_t, Event> waiting_;
-    std::unordered_map<int, double> published_;     // when each rank published its slot
-    std::unordered_multimap<int, Event> awaiting_;  // awaits of a slot not published yet
-    std::unordered_set<uint32_t> send_tags_;
-    std::vector<std::unique_ptr<Schedule>>* scheds_ = nullptr;
-    bool lockstep_ = false;
-    std::vector<std::vector<uint32_t>> remaining_;
-    std::vector<std::vector<double>> ready_;
-    std::vector<double> cpu_, out_, in_;
-    std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;
-    std::unordered_map<MsgKey, Event, MsgKeyHash> sends_, recvs_;
-    double end_ = 0;
-};
+// The ranks `s` receives from, in the order of its first receive from each.
+std::vector<int> senders_of(const Schedule& s) {
+    std::vector<int> out;
+    for (const Step& st : s.steps())
+        if (st.kind == StepKind::Recv && std::find(out.begin(), out.end(), st.peer) == out.end())
+            out.push_back(st.peer);
+    return out;
+}
 
 }  // namespace
 
-double predict_us(const Algorithm& algo, const CollArgs& args, const CostParams& params) {
-    std::vector<std::unique_ptr<Schedule>> scheds;
+Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams& params) {
+    const int p = args.size;
     CollArgs a = args;
-    a.rank = 0;
-    scheds.push_back(algo.build(a));
-    // Rank 0's step count times the ranks estimates the group's.
-    bool lockstep = scheds[0]->steps().size() * static_cast<size_t>(args.size) > params.max_simulated_steps;
-    for (int r = 1; !lockstep && r < args.size; ++r) {
+    auto build = [&](int r) {
         a.rank = r;
-        scheds.push_back(algo.build(a));
+        return algo.build(a);
+    };
+    Prediction out;
+    std::unique_ptr<Schedule> s0 = build(0);
+
+    const HostMap* hosts = params.hosts.get();
+    if (params.use_symmetry && p > 1 && !s0->uses_slots() && (!hosts || hosts->flat())) {
+        std::vector<int> sample;
+        for (int r : {1, p / 2 + 1, p - 1})
+            if (r > 0 && r < p && std::find(sample.begin(), sample.end(), r) == sample.end()) sample.push_back(r);
+        for (Relabel how : {Relabel::Shift, Relabel::Xor}) {
+            if (how == Relabel::Xor && (p & (p - 1))) continue;
+            if (!self_paired(*s0, how, p)) continue;
+            bool images = true;
+            for (size_t i = 0; i < sample.size() && images; ++i)
+                images = is_image(*s0, *build(sample[i]), sample[i], how, p);
+            if (!images) continue;
+            SimGroup g(p, args.dtype, hosts);
+            g.add(0, *s0);
+            s0.reset();
+            out.mode = SimMode::Symmetric;
+            out.ranks = 1;
+            out.steps = g.steps();
+            out.us = g.simulate(params, SimGroup::Outside::Mirror);
+            return out;
+        }
     }
-    Simulation sim(params, args.dtype);
-    return sim.run(scheds, lockstep);
+
+    // Every rank while the budget lasts; the ranks a simulated rank receives
+    // from are taken with it (depth first), starting from rank 0 and evenly
+    // spaced ranks, then the rest in order.
+    const size_t budget = std::min<size_t>(params.max_simulated_steps, size_t(1) << 31);
+    SimGroup g(p, args.dtype, hosts);
+    g.reserve(std::min<size_t>(budget, static_cast<size_t>(p) * s0->num_steps() + 1024));
+    bool room = true;
+    auto take = [&](int r, std::unique_ptr<Schedule> s, std::vector<int>* stack) {
+        if (g.ranks() > 0 && g.steps() + s->num_steps() > budget) return room = false;
+        g.add(r, *s);
+        if (stack) {
+            std::vector<int> from = senders_of(*s);
+            stack->insert(stack->end(), from.rbegin(), from.rend());
+        }
+        return true;
+    };
+    std::vector<int> seeds = {0};
+    for (int k = 1; k < 16; ++k) seeds.push_back(static_cast<int>(static_cast<long>(k) * p / 16));
+    seeds.push_back(p - 1);
+    for (size_t i = 0; i < seeds.size() && room; ++i) {
+        std::vector<int> stack = {seeds[i]};
+        while (!stack.empty() && room) {
+            const int r = stack.back();
+            stack.pop_back();
+            if (!g.has(r)) take(r, r == 0 && s0 ? std::move(s0) : build(r), &stack);
+        }
+    }
+    for (int r = 0; r < p && room; ++r)
+        if (!g.has(r)) take(r, build(r), nullptr);
+    out.mode = g.ranks() == p ? SimMode::Full : SimMode::Sampled;
+    out.ranks = g.ranks();
+    out.steps = g.steps();
+    out.us = g.simulate(params, SimGroup::Outside::Lockstep);
+    return out;
 }
 
 }  // namespace chorus::coll

@@ -1,27 +1,67 @@
 // Predicted run time of a collective, computed from the schedules the
-// algorithms build (not from formulas written a second time): every rank's
-// schedule is simulated together, step by step.
+// algorithms build (not from formulas written a second time): the ranks'
+// schedules are simulated together, step by step.
 //
 // The machine model (alpha-beta with ports): a message of n bytes takes
 // alpha + n / bandwidth; it starts when both its send and its receive are
 // ready and the sender's outgoing and the receiver's incoming port are free,
 // and occupies both ports for n / bandwidth. Reductions and copies run on
-// their rank's CPU, one at a time, at their own per-byte rates.
+// their rank's CPU, one at a time, at their own per-byte rates. A message
+// between two hosts is priced by the network's link class, and shares each
+// host's link with the host's other ranks' messages. A publish is
+// a copy into the rank's slot, and an await ends slot_us after the slot it
+// waits for is published (or when it is ready, if later). Steps ready at
+// the same time are taken in the order (time, step index, rank), so the
+// outcome never depends on how a queue breaks ties.
+//
+// Which ranks are simulated (SimMode):
+//   Symmetric  the schedules are images of rank 0's under a relabelling of
+//              the ranks that all of them share: rank r's is rank 0's with
+//              every peer q replaced by q + r (mod size; rings, Bruck) or
+//              q xor r (power-of-two sizes; recursive doubling and halving),
+//              with the same kinds, tags, sizes and dependencies, step by
+//              step, with messages only (no slots), where every pair of
+//              ranks is of one link class (HostMap::flat). Checked on rank 0
+//              against ranks 1, size/2 + 1 and size - 1. Every rank then
+//              lives the same timeline, so rank 0 alone is simulated, its
+//              send with tag T standing for the matching send of its peer:
+//              exact, at the cost of one rank.
+//   Full       every rank, while their steps add up to at most
+//              max_simulated_steps: exact.
+//   Sampled    beyond that budget: as many ranks as fit it, chosen so that
+//              the ranks each one receives from come with it (the whole
+//              path down a tree, a run of a ring): rank 0 and evenly spaced
+//              ranks first. A message from a rank left out is taken to
+//              leave when this rank's own send with the same tag starts (as
+//              far along as this rank), or as soon as the receive is ready
+//              when there is no such send; a message to a rank left out
+//              finds its receive ready. An approximation: optimistic where
+//              ranks left out would be late.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "coll/algorithm.h"
+#include "coll/topology.h"
 
 namespace chorus::coll {
 
 struct CostParams {
+    // Within a host (every pair of ranks, when `hosts` is null):
     double alpha_us = 1.5;       // per message (latency + software overhead)
     double rendezvous_us = 2.5;  // more per message above eager_bytes (rendezvous handshake, page pinning)
     size_t eager_bytes = 8192;
-    double bandwidth_gbs = 6.0;  // per link direction
-    double reduce_gbs = 6.0;     // bytes of output per second of a reduction
-    double copy_gbs = 8.0;       // memcpy
+    double bandwidth_gbs = 6.0;  // per rank and direction
+    // Between hosts: a message costs net_alpha_us (+ rendezvous_us above
+    // eager_bytes) + bytes / net_gbs, and occupies for bytes / net_gbs both
+    // ranks' ports and the sending and the receiving host's link, which all
+    // the host's ranks share.
+    double net_alpha_us = 20;
+    double net_gbs = 0.7;                  // per host link and direction
+    std::shared_ptr<const HostMap> hosts;  // which ranks share a host; null: one host
+    double reduce_gbs = 6.0;               // bytes of output per second of a reduction
+    double copy_gbs = 8.0;                 // memcpy
     // Every rank on one host (Chorus's shared memory): a message of at most
     // eager_bytes costs local_alpha_us instead of alpha_us, and a published
     // slot is seen by a peer slot_us after it is written.
@@ -34,20 +74,37 @@ struct CostParams {
     // reduces as it reads; the expose completes a reply later. The rates
     // are those of two processes copying at once.
     double get_gbs = 9.0;
+    // And a fixed cost per get or put: the system call, the peer's pages
+    // looked up, the reply. Measured at np=2: a one-sided broadcast or
+    // reduce of 1-4 KiB takes 3.6-8 us, against 0.2-0.7 us for shm_flat.
+    double get_us = 3.0;
     double get_reduce_gbs = 7.0;
-    // Every rank's schedule is simulated while the group's steps (this many
-    // in all) fit; beyond, the model follows rank 0 alone and takes each
-    // receive's sender to be as far along as rank 0 itself (a message with
-    // tag T arrives after rank 0's own send with tag T starts): exact for
-    // rank-symmetric algorithms such as ring, recursive doubling, halving and
-    // Bruck; for a rank that only receives (a tree's leaves) it is optimistic.
+    // Steps (about 40 bytes each in the simulation) of the ranks simulated
+    // when the schedules are not symmetric; see SimMode.
     size_t max_simulated_steps = 1000000;
+    // Simulate rank 0 alone when the schedules are symmetric (off: every
+    // rank, within the budget; for tests of the symmetric shortcut).
+    bool use_symmetry = true;
 
     std::string describe() const;
 };
 
-// Predicted microseconds for `algo` on these arguments (rank is ignored:
-// the whole group is modelled).
-double predict_us(const Algorithm& algo, const CollArgs& args, const CostParams& params);
+enum class SimMode { Symmetric, Full, Sampled };
+const char* sim_mode_name(SimMode m);
+
+struct Prediction {
+    double us = 0;
+    SimMode mode = SimMode::Full;
+    int ranks = 0;     // ranks whose schedules were simulated
+    size_t steps = 0;  // their steps
+    bool exact() const { return mode != SimMode::Sampled; }
+};
+
+// Predicted time for `algo` on these arguments (args.rank is ignored: the
+// whole group is modelled).
+Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams& params);
+inline double predict_us(const Algorithm& algo, const CollArgs& args, const CostParams& params) {
+    return predict(algo, args, params).us;
+}
 
 }  // namespace chorus::coll

@@ -13,9 +13,11 @@
 //     piece, so piece i is reduced while piece i+1 arrives.
 //   post: each odd rank of the fold sends the even rank its block.
 //
-// Partial results live in scratch (an accumulator and a receive area, laid
-// out like the input). The block reaches the receive buffer last, after every
-// read of the send buffer, because in place it aliases the start of Send.
+// Partial results live in scratch: an accumulator for the half of the input
+// a rank keeps after the first round (the whole input on the odd ranks of
+// the fold), and a ring of `depth` slots the pieces arrive in. The block
+// reaches the receive buffer last, after every read of the send buffer,
+// because in place it aliases the start of Send.
 //
 // Cost: log2(pp) rounds, plus 2 when size is not a power of two. With blocks
 // of equal size and M the total input, each remaining rank sends and receives
@@ -36,9 +38,9 @@ std::unique_ptr<Schedule> build_halving_reduce_scatter(const CollArgs& a) {
         s.finalize();
         return sched;
     }
-    StepBuilder b(s, a);
-    const size_t es = b.esize();
     const Fold f(p);
+    StepBuilder b(s, a, f.rounds + 2);  // fold, halving, post
+    const size_t es = b.esize();
     std::vector<size_t> off(p + 1);
     for (int i = 0; i < p; ++i) off[i] = a.block_offset(i);
     off[p] = total;
@@ -46,26 +48,26 @@ std::unique_ptr<Schedule> build_halving_reduce_scatter(const CollArgs& a) {
     for (int nr = 0; nr < f.pp; ++nr) sb[nr] = off[f.first_of(nr)];
     sb[f.pp] = total;
 
-    HalvingResult h = halving_reduce_scatter(s, a, sb, 0, true);
+    HalvingResult h = halving_reduce_scatter(s, a, b, sb, 0, true);
     const uint32_t post = h.next_tag;
     const size_t mine = off[r + 1] - off[r];
     if (h.newrank < 0) {
         // In place the block lands over the start of Send: after its readers.
         for_pieces(b, 0, mine, [&](size_t i, size_t e, size_t n) {
-            s.recv(r + 1, tag_of(post, i), b.at(Buf::Recv, e), n * es, h.send_reads.overlapping(e, e + n));
+            s.recv(r + 1, b.tag_of(post, i), b.at(Buf::Recv, e), n * es, h.send_reads.overlapping(e, e + n));
         });
         s.finalize();
         return sched;
     }
     if (r < 2 * f.rem) {
         for_pieces(b, off[r - 1], off[r], [&](size_t i, size_t e, size_t n) {
-            s.send(r - 1, tag_of(post, i), b.at(h.buf, e), n * es, h.last.overlapping(e, e + n));
+            s.send(r - 1, b.tag_of(post, i), h.at(b, e), n * es, h.last.overlapping(e, e + n));
         });
     }
     if (mine) {
         std::vector<StepId> deps = h.last.overlapping(off[r], off[r + 1]);
         append(deps, h.send_reads.overlapping(0, mine));
-        s.copy(b.at(Buf::Recv, 0), b.at(h.buf, off[r]), mine * es, deps);
+        s.copy(b.at(Buf::Recv, 0), h.at(b, off[r]), mine * es, deps);
     }
     s.finalize();
     return sched;

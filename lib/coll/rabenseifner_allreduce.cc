@@ -5,9 +5,10 @@
 //
 //   fold: of the first 2*rem ranks, each even rank sends its input to the
 //     odd rank above it, which reduces the two and stands for both;
-//   reduce-scatter, log2(pp) rounds (lib/coll/reduce_scatter_impl.h): new
-//     rank nr ends with block nr of split(count, pp, nr) fully reduced, in
-//     scratch, and divides it once by size for AVG; it copies it into Recv;
+//   reduce-scatter, log2(pp) rounds (lib/coll/reduce_scatter_impl.h),
+//     accumulating in Recv itself: new rank nr ends with block nr of
+//     split(count, pp, nr) fully reduced there, and divides it once by size
+//     for AVG (scratch: only the ring of slots pieces arrive in);
 //   all-gather, log2(pp) rounds, mask = 1, 2, ..., pp/2: swap the run of
 //     blocks gathered so far with new rank nr ^ mask, Recv to Recv;
 //   unfold: each odd rank of the fold sends the whole result to the even one.
@@ -35,51 +36,48 @@ std::unique_ptr<Schedule> build_rabenseifner_allreduce(const CollArgs& a) {
         s.finalize();
         return sched;
     }
-    StepBuilder b(s, a);
+    const Fold f(p);
+    StepBuilder b(s, a, 2 * f.rounds + 2);  // fold, halving, doubling, unfold
     const size_t es = b.esize();
     if (p == 1) {
         s.copy(b.at(Buf::Recv, 0), b.at(Buf::Send, 0), count * es);
         s.finalize();
         return sched;
     }
-    const Fold f(p);
     std::vector<size_t> sb(f.pp + 1);
     for (int nr = 0; nr < f.pp; ++nr) sb[nr] = split(count, f.pp, nr).begin;
     sb[f.pp] = count;
 
-    HalvingResult h = halving_reduce_scatter(s, a, sb, 0, true);
+    // The reduce-scatter accumulates in Recv itself: no scratch but its
+    // receive slots.
+    HalvingResult h = halving_reduce_scatter(s, a, b, sb, 0, true, Buf::Recv);
     const int nr = h.newrank;
     const uint32_t unfold_tag = h.next_tag + f.rounds;
     if (nr < 0) {
         for_pieces(b, 0, count, [&](size_t i, size_t e, size_t n) {
-            s.recv(r + 1, tag_of(unfold_tag, i), b.at(Buf::Recv, e), n * es, h.send_reads.overlapping(e, e + n));
+            s.recv(r + 1, b.tag_of(unfold_tag, i), b.at(Buf::Recv, e), n * es, h.send_reads.overlapping(e, e + n));
         });
         s.finalize();
         return sched;
     }
 
-    RangeSteps wrote;  // the steps that wrote each part of Recv
-    h.last.for_each([&](size_t e0, size_t e1, StepId st) {
-        std::vector<StepId> deps = h.send_reads.overlapping(e0, e1);
-        deps.push_back(st);
-        wrote.add(e0, e1, s.copy(b.at(Buf::Recv, e0), b.at(h.buf, e0), (e1 - e0) * es, deps));
-    });
+    RangeSteps wrote = h.last;  // the steps that wrote each part of Recv
     int lo = nr;  // the gathered run is new ranks [lo, lo + mask)
     uint32_t step = h.next_tag;
     for (int mask = 1; mask < f.pp; mask <<= 1, ++step) {
         const int peer = f.rank_of(nr ^ mask), plo = lo ^ mask;
         for_pieces(b, sb[lo], sb[lo + mask], [&](size_t i, size_t e, size_t n) {
-            s.send(peer, tag_of(step, i), b.at(Buf::Recv, e), n * es, wrote.overlapping(e, e + n));
+            s.send(peer, b.tag_of(step, i), b.at(Buf::Recv, e), n * es, wrote.overlapping(e, e + n));
         });
         for_pieces(b, sb[plo], sb[plo + mask], [&](size_t i, size_t e, size_t n) {
             wrote.add(e, e + n,
-                      s.recv(peer, tag_of(step, i), b.at(Buf::Recv, e), n * es, h.send_reads.overlapping(e, e + n)));
+                      s.recv(peer, b.tag_of(step, i), b.at(Buf::Recv, e), n * es, h.send_reads.overlapping(e, e + n)));
         });
         lo = std::min(lo, plo);
     }
     if (r < 2 * f.rem) {
         for_pieces(b, 0, count, [&](size_t i, size_t e, size_t n) {
-            s.send(r - 1, tag_of(unfold_tag, i), b.at(Buf::Recv, e), n * es, wrote.overlapping(e, e + n));
+            s.send(r - 1, b.tag_of(unfold_tag, i), b.at(Buf::Recv, e), n * es, wrote.overlapping(e, e + n));
         });
     }
     s.finalize();

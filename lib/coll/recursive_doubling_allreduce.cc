@@ -34,14 +34,14 @@ std::unique_ptr<Schedule> build_recursive_doubling_allreduce(const CollArgs& a) 
         s.finalize();
         return sched;
     }
-    StepBuilder b(s, a);
+    const Fold f(p);
+    StepBuilder b(s, a, f.rounds + 2);  // fold, rounds, unfold
     const size_t es = b.esize();
     if (p == 1) {
         s.copy(b.at(Buf::Recv, 0), b.at(Buf::Send, 0), count * es);
         s.finalize();
         return sched;
     }
-    const Fold f(p);
     const int nr = f.newrank(r);
     const uint32_t unfold_tag = 1 + f.rounds;
     s.need_scratch(count * es);
@@ -56,16 +56,16 @@ std::unique_ptr<Schedule> build_recursive_doubling_allreduce(const CollArgs& a) 
         if (r % 2 == 0) {
             std::vector<StepId> sent(npieces);
             for_pieces(b, 0, count, [&](size_t i, size_t e, size_t n) {
-                sent[i] = s.send(r + 1, tag_of(0, i), b.at(Buf::Send, e), n * es);
+                sent[i] = s.send(r + 1, b.tag_of(0, i), b.at(Buf::Send, e), n * es);
             });
             for_pieces(b, 0, count, [&](size_t i, size_t e, size_t n) {
-                s.recv(r + 1, tag_of(unfold_tag, i), b.at(Buf::Recv, e), n * es, {sent[i]});
+                s.recv(r + 1, b.tag_of(unfold_tag, i), b.at(Buf::Recv, e), n * es, {sent[i]});
             });
             s.finalize();
             return sched;
         }
         for_pieces(b, 0, count, [&](size_t i, size_t e, size_t n) {
-            StepId rv = s.recv(r - 1, tag_of(0, i), b.at(Buf::Scratch, e), n * es);
+            StepId rv = s.recv(r - 1, b.tag_of(0, i), b.at(Buf::Scratch, e), n * es);
             last[i] = s.reduce(b.at(Buf::Recv, e), b.at(Buf::Scratch, e), b.at(Buf::Send, e), n, {rv});
         });
         have_last = true;
@@ -77,8 +77,8 @@ std::unique_ptr<Schedule> build_recursive_doubling_allreduce(const CollArgs& a) 
         const int pnr = nr ^ mask, peer = f.rank_of(pnr);
         for_pieces(b, 0, count, [&](size_t i, size_t e, size_t n) {
             std::vector<StepId> before = deps_of(i);
-            StepId sd = s.send(peer, tag_of(step, i), b.at(src, e), n * es, before);
-            StepId rv = s.recv(peer, tag_of(step, i), b.at(Buf::Scratch, e), n * es, before);
+            StepId sd = s.send(peer, b.tag_of(step, i), b.at(src, e), n * es, before);
+            StepId rv = s.recv(peer, b.tag_of(step, i), b.at(Buf::Scratch, e), n * es, before);
             Region dst = b.at(Buf::Recv, e), mine = b.at(src, e), theirs = b.at(Buf::Scratch, e);
             last[i] = pnr < nr ? s.reduce(dst, theirs, mine, n, {rv, sd}) : s.reduce(dst, mine, theirs, n, {rv, sd});
         });
@@ -91,7 +91,7 @@ std::unique_ptr<Schedule> build_recursive_doubling_allreduce(const CollArgs& a) 
     }
     if (r < 2 * f.rem) {
         for_pieces(b, 0, count, [&](size_t i, size_t e, size_t n) {
-            s.send(r - 1, tag_of(unfold_tag, i), b.at(Buf::Recv, e), n * es, {last[i]});
+            s.send(r - 1, b.tag_of(unfold_tag, i), b.at(Buf::Recv, e), n * es, {last[i]});
         });
     }
     s.finalize();

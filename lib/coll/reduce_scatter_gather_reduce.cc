@@ -30,19 +30,19 @@ std::unique_ptr<Schedule> build_reduce_scatter_gather_reduce(const CollArgs& a) 
         s.finalize();
         return sched;
     }
-    StepBuilder b(s, a);
-    const size_t es = b.esize();
     const Fold f(p);
+    StepBuilder b(s, a, f.rounds + 2);  // fold, halving, gather
+    const size_t es = b.esize();
     std::vector<size_t> sb(f.pp + 1);
     for (int nr = 0; nr < f.pp; ++nr) sb[nr] = split(count, p, f.first_of(nr)).begin;
     sb[f.pp] = count;
 
-    HalvingResult h = halving_reduce_scatter(s, a, sb, 0, true);
+    HalvingResult h = halving_reduce_scatter(s, a, b, sb, 0, true);
     const uint32_t tag = h.next_tag;
     if (r != a.root) {
         if (h.newrank >= 0) {
             for_pieces(b, sb[h.newrank], sb[h.newrank + 1], [&](size_t i, size_t e, size_t n) {
-                s.send(a.root, tag_of(tag, i), b.at(h.buf, e), n * es, h.last.overlapping(e, e + n));
+                s.send(a.root, b.tag_of(tag, i), h.at(b, e), n * es, h.last.overlapping(e, e + n));
             });
         }
         s.finalize();
@@ -51,7 +51,7 @@ std::unique_ptr<Schedule> build_reduce_scatter_gather_reduce(const CollArgs& a) 
     for (int nr = 0; nr < f.pp; ++nr) {
         if (nr != h.newrank) {
             for_pieces(b, sb[nr], sb[nr + 1], [&](size_t i, size_t e, size_t n) {
-                s.recv(f.rank_of(nr), tag_of(tag, i), b.at(Buf::Recv, e), n * es, h.send_reads.overlapping(e, e + n));
+                s.recv(f.rank_of(nr), b.tag_of(tag, i), b.at(Buf::Recv, e), n * es, h.send_reads.overlapping(e, e + n));
             });
         } else if (h.buf == Buf::Send) {
             // One rank: nothing was reduced; the input is the result.
@@ -60,7 +60,7 @@ std::unique_ptr<Schedule> build_reduce_scatter_gather_reduce(const CollArgs& a) 
             h.last.for_each([&](size_t e0, size_t e1, StepId st) {
                 std::vector<StepId> deps = h.send_reads.overlapping(e0, e1);
                 deps.push_back(st);
-                s.copy(b.at(Buf::Recv, e0), b.at(h.buf, e0), (e1 - e0) * es, deps);
+                s.copy(b.at(Buf::Recv, e0), h.at(b, e0), (e1 - e0) * es, deps);
             });
         }
     }

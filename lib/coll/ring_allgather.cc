@@ -24,8 +24,8 @@ std::unique_ptr<Schedule> build_ring_allgather(const CollArgs& a) {
         s.finalize();
         return sched;
     }
-    StepBuilder sb(s, a);
     const int p = a.size, r = a.rank;
+    StepBuilder sb(s, a, p - 1);
     const size_t n = a.count;
     auto block = [&](int b) { return static_cast<size_t>(b) * n; };
 

@@ -22,9 +22,34 @@
 
 #include "coll/algorithm.h"
 #include "coll/partition.h"
+#include "coll/steps.h"
 #include "reduce/datatype.h"
 
 namespace chorus::coll {
+
+namespace {
+// The steps st = 0 .. p-2 of a phase that move anything, in order: those
+// whose outgoing block (r + out - st) or incoming block (r + in - st) is one
+// of the first `nonempty` blocks (every step when every block is). With
+// fewer elements than ranks only `count` blocks are, and a rank's schedule
+// then costs O(count) to build, not O(p).
+std::vector<int> busy_steps(int r, int p, size_t nonempty, int out, int in) {
+    std::vector<int> steps;
+    if (nonempty >= static_cast<size_t>(p)) {
+        steps.resize(static_cast<size_t>(p - 1));
+        for (int st = 0; st < p - 1; ++st) steps[st] = st;
+        return steps;
+    }
+    for (size_t b = 0; b < nonempty; ++b)
+        for (int off : {out, in}) {
+            const int st = mod(static_cast<long>(r) + off - static_cast<long>(b), p);
+            if (st < p - 1) steps.push_back(st);
+        }
+    std::sort(steps.begin(), steps.end());
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    return steps;
+}
+}  // namespace
 
 std::unique_ptr<Schedule> build_ring_allreduce(const CollArgs& a) {
     auto sched = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
@@ -43,9 +68,10 @@ std::unique_ptr<Schedule> build_ring_allreduce(const CollArgs& a) {
     }
     const int next = ring_next(r, p), prev = ring_prev(r, p);
     const size_t max_block = split(a.count, p, 0).size();
-    size_t chunks = num_chunks(max_block, std::max<size_t>(1, a.chunk_bytes / esize));
-    // Keep every message's tag inside the wire tag's step field.
-    chunks = std::min<size_t>(chunks, std::max<size_t>(1, (kMaxStepTag + 1ull) / (2 * (p - 1))));
+    // Tags: step (phase, s) is phase * (p-1) + s; chunk c is the piece.
+    const TagSpace tags(2 * static_cast<uint64_t>(p - 1));
+    const size_t chunks =
+        std::min(tags.max_pieces(), num_chunks(max_block, std::max<size_t>(1, a.chunk_bytes / esize)));
     const size_t slot_bytes = ceil_div(max_block, chunks) * esize;
     const size_t nslots = std::max<size_t>(1, std::min<size_t>(a.depth, chunks * (p - 1)));
     s.need_scratch(nslots * slot_bytes);
@@ -57,8 +83,10 @@ std::unique_ptr<Schedule> build_ring_allreduce(const CollArgs& a) {
         return Range{blk.begin + sub.begin, blk.begin + sub.end};
     };
     auto tag = [&](int phase, int step, size_t c) {
-        return static_cast<uint32_t>((static_cast<size_t>(phase) * (p - 1) + step) * chunks + c);
+        return tags.tag(static_cast<uint64_t>(phase) * (p - 1) + step, c);
     };
+    const size_t nonempty = std::min<size_t>(a.count, static_cast<size_t>(p));
+    const std::vector<int> rs_steps = busy_steps(r, p, nonempty, 0, -1), ag_steps = busy_steps(r, p, nonempty, 1, 0);
     std::vector<StepId> slot_last_use(nslots, 0);
     std::vector<bool> slot_used(nslots, false);
     size_t next_slot = 0;
@@ -69,7 +97,10 @@ std::unique_ptr<Schedule> build_ring_allreduce(const CollArgs& a) {
         bool have_produced = false;
         std::vector<StepId> rs_send(p - 1);
         std::vector<bool> rs_sent(p - 1, false);
-        for (int st = 0; st < p - 1; ++st) {
+        int last = -1;  // the step before (a step in between produced nothing)
+        for (int st : rs_steps) {
+            if (st != last + 1) have_produced = false;
+            last = st;
             Range out = piece(mod(r - st, p), c), in = piece(mod(r - st - 1, p), c);
             if (out.size()) {
                 Region src{st == 0 ? Buf::Send : Buf::Recv, out.begin * esize};
@@ -94,8 +125,12 @@ std::unique_ptr<Schedule> build_ring_allreduce(const CollArgs& a) {
         Range own = piece(mod(r + 1, p), c);
         if (a.op == CHORUS_AVG && own.size())
             produced = s.divide({Buf::Recv, own.begin * esize}, own.size(), p, {produced});
+        if (last != p - 2) have_produced = false;
         // All-gather.
-        for (int st = 0; st < p - 1; ++st) {
+        last = -1;
+        for (int st : ag_steps) {
+            if (st != last + 1) have_produced = false;
+            last = st;
             Range out = piece(mod(r + 1 - st, p), c), in = piece(mod(r - st, p), c);
             if (out.size()) {
                 Region src{Buf::Recv, out.begin * esize};

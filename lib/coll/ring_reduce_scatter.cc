@@ -35,7 +35,7 @@ std::unique_ptr<Schedule> build_ring_reduce_scatter(const CollArgs& a) {
         s.finalize();
         return sched;
     }
-    StepBuilder b(s, a);
+    StepBuilder b(s, a, p - 1);
     const size_t es = b.esize();
     std::vector<size_t> off(p + 1);
     size_t largest = 0;
@@ -51,8 +51,7 @@ std::unique_ptr<Schedule> build_ring_reduce_scatter(const CollArgs& a) {
         return sched;
     }
     const int next = ring_next(r, p), prev = ring_prev(r, p);
-    const size_t chunk_elems = std::max<size_t>(1, a.chunk_bytes / es);
-    const size_t chunks = std::min(kMaxPieces, num_chunks(largest, chunk_elems));
+    const size_t chunks = b.pieces(largest);
     s.need_scratch(total * es);
     // Chunk c of block k, in elements of the input.
     auto piece = [&](int k, size_t c) {
@@ -66,12 +65,12 @@ std::unique_ptr<Schedule> build_ring_reduce_scatter(const CollArgs& a) {
             Range out = piece(mod(r - st - 1, p), c), in = piece(mod(r - st - 2, p), c);
             if (out.size()) {
                 Buf from = st == 0 ? Buf::Send : Buf::Scratch;
-                s.send(next, tag_of(st, c), b.at(from, out.begin), out.size() * es, produced);
+                s.send(next, b.tag_of(st, c), b.at(from, out.begin), out.size() * es, produced);
             }
             produced.clear();
             if (in.size()) {
                 Region part = b.at(Buf::Scratch, in.begin);
-                StepId rv = s.recv(prev, tag_of(st, c), part, in.size() * es);
+                StepId rv = s.recv(prev, b.tag_of(st, c), part, in.size() * es);
                 produced.push_back(s.reduce(part, part, b.at(Buf::Send, in.begin), in.size(), {rv}));
             }
         }

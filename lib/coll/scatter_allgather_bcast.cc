@@ -48,8 +48,8 @@ std::unique_ptr<Schedule> build_scatter_allgather_bcast(const CollArgs& a) {
         s.finalize();
         return sched;
     }
-    StepBuilder sb(s, a);
     const int p = a.size;
+    StepBuilder sb(s, a, kRingTagBase + p - 1);
     const int rel = mod(a.rank - a.root, p);
     auto abs_rank = [&](int r) { return mod(r + a.root, p); };
 
@@ -88,7 +88,7 @@ std::unique_ptr<Schedule> build_scatter_allgather_bcast(const CollArgs& a) {
             std::vector<StepId> deps;
             auto it = std::partition_point(held.begin(), held.end(), [&](const Held& h) { return h.elems.end <= b; });
             for (; it != held.end() && it->elems.begin < end; ++it) deps.push_back(it->step);
-            sent.push_back(s.send(peer, tag_of(step, i), sb.at(src, b), (end - b) * sb.esize(), deps));
+            sent.push_back(s.send(peer, sb.tag_of(step, i), sb.at(src, b), (end - b) * sb.esize(), deps));
         }
     };
 

@@ -3,16 +3,10 @@
 #include <algorithm>
 #include <limits>
 
-#include "reduce/datatype.h"
 #include "base/error.h"
+#include "reduce/datatype.h"
 
 namespace chorus::coll {
-
-namespace {
-// Past this size every algorithm is bandwidth-bound the way it is here:
-// larger classes are modelled at this size.
-constexpr int kLargestModelledClass = 26;  // 64 MiB
-}  // namespace
 
 int Selector::size_class(size_t bytes) {
     int c = 0;
@@ -23,42 +17,109 @@ int Selector::size_class(size_t bytes) {
     return c;
 }
 
+namespace {
+// 2^(s/4) in 128ths, s = 0..3.
+constexpr size_t kQuarter[4] = {128, 152, 181, 215};
+}  // namespace
+
+size_t Selector::class_floor(size_t cls) {
+    const size_t octave = cls / 4, q = cls % 4;
+    if (octave >= 63) return size_t(1) << 63;
+    const size_t base = size_t(1) << octave;
+    return octave >= 7 ? (base >> 7) * kQuarter[q] : base * kQuarter[q] / 128;
+}
+
+size_t Selector::quarter_class(size_t bytes) {
+    if (bytes == 0) return 0;
+    size_t cls = static_cast<size_t>(size_class(bytes)) * 4;
+    while (cls % 4 < 3 && class_floor(cls + 1) <= bytes) ++cls;
+    return cls;
+}
+
+const Prediction* Selector::prediction(const Algorithm& algo, const CollArgs& args, size_t bytes) {
+    const size_t esize = datatype_size(args.dtype);
+    const int avg = args.op == CHORUS_AVG ? 1 : 0;
+    auto key = std::make_pair(Key{static_cast<int>(args.coll), args.size, bytes, esize, avg, args.slot_bytes}, &algo);
+    auto it = predicted_.find(key);
+    if (it == predicted_.end()) {
+        CollArgs model = args;
+        model.op = avg ? CHORUS_AVG : CHORUS_SUM;
+        model.root = 0;
+        model.rank = 0;
+        model.in_place = false;
+        model.counts.clear();
+        const size_t elems = bytes / esize;
+        model.count = elems;
+        if (args.coll == Collective::ReduceScatter)
+            model.count = elems ? std::max<size_t>(1, elems / static_cast<size_t>(args.size)) : 0;
+        Cached c{true, {}};
+        if (!algo.supports || algo.supports(model)) {
+            try {
+                c = {false, predict(algo, model, params_)};
+            } catch (const Error& e) {
+                // An algorithm that declines these arguments is not a candidate.
+                if (e.code() != CHORUS_ERR_UNSUPPORTED) throw;
+            }
+        }
+        it = predicted_.emplace(key, c).first;
+    }
+    return it->second.declined ? nullptr : &it->second.prediction;
+}
+
+Predictions Selector::predictions(const CollArgs& args, size_t bytes) {
+    Predictions out;
+    for (const Algorithm& a : algorithms_for(args.coll))
+        if (const Prediction* p = prediction(a, args, bytes)) out.emplace_back(&a, *p);
+    return out;
+}
+
 const Choice& Selector::choose(const CollArgs& args, bool* fresh) {
-    size_t esize = datatype_size(args.dtype);
-    int cls = size_class(args.message_bytes());
-    auto key = std::make_tuple(static_cast<int>(args.coll), args.size, cls, esize, args.op == CHORUS_AVG ? 1 : 0);
+    const size_t esize = datatype_size(args.dtype);
+    const size_t msg = args.message_bytes();
+    const size_t cls = quarter_class(msg);
+    Key key{static_cast<int>(args.coll), args.size, cls, esize, args.op == CHORUS_AVG ? 1 : 0, args.slot_bytes};
     auto it = cache_.find(key);
     if (fresh) *fresh = it == cache_.end();
     if (it != cache_.end()) return it->second;
 
-    // Model the class at its lower bound, in the block form, rooted at 0.
-    CollArgs model = args;
-    model.root = 0;
-    model.rank = 0;
-    model.in_place = false;
-    model.counts.clear();
-    size_t bytes = args.message_bytes() ? size_t(1) << std::min(cls, kLargestModelledClass) : 0;
-    size_t elems = bytes / esize;
-    model.count = args.coll == Collective::ReduceScatter ? elems / static_cast<size_t>(args.size) : elems;
-
+    // The class's two ends (one point for empty messages).
+    const size_t lo = msg ? class_floor(cls) : 0;
+    const size_t hi = msg && cls / 4 < 62 ? class_floor(cls + 1) : lo;
+    const Predictions at_lo = predictions(args, lo);
+    auto ratio = [](double t, double best) {
+        if (best > 0) return t / best;
+        return t > 0 ? std::numeric_limits<double>::infinity() : 1.0;
+    };
+    double best_lo = std::numeric_limits<double>::infinity();
+    for (const auto& [a, pr] : at_lo) best_lo = std::min(best_lo, pr.us);
     Choice choice;
-    choice.model_bytes = model.message_bytes();
-    double best = std::numeric_limits<double>::infinity();
-    for (const Algorithm& a : algorithms_for(args.coll)) {
-        if (a.supports && !a.supports(args)) continue;
-        double t;
-        try {
-            t = predict_us(a, model, params_);
-        } catch (const Error& e) {
-            // An algorithm that declines these arguments is not a candidate.
-            if (e.code() != CHORUS_ERR_UNSUPPORTED) throw;
-            continue;
+    choice.model_bytes = lo;
+    std::vector<std::pair<const Algorithm*, double>> near;  // candidates, with their ratio at lo
+    for (const auto& [a, pr] : at_lo) {
+        choice.predictions.emplace_back(a, pr.us);
+        if (ratio(pr.us, best_lo) <= kNearBest) near.emplace_back(a, ratio(pr.us, best_lo));
+    }
+    if (near.size() == 1) {
+        choice.algorithm = near[0].first;
+        choice.regret = near[0].second;
+    } else if (near.size() > 1) {
+        // The upper end, for the candidates only (each against the best of
+        // them there).
+        double best_hi = std::numeric_limits<double>::infinity();
+        std::vector<double> t_hi;
+        for (const auto& [a, r] : near) {
+            const Prediction* at_hi = prediction(*a, args, hi);
+            t_hi.push_back(at_hi ? at_hi->us : std::numeric_limits<double>::infinity());
+            best_hi = std::min(best_hi, t_hi.back());
         }
-        choice.predictions.emplace_back(&a, t);
-        // Ties go to the earlier algorithm in the registry.
-        if (t < best * (1 - 1e-9)) {
-            best = t;
-            choice.algorithm = &a;
+        choice.regret = std::numeric_limits<double>::infinity();
+        for (size_t i = 0; i < near.size(); ++i) {
+            const double r = std::max(near[i].second, ratio(t_hi[i], best_hi));
+            // Ties go to the earlier algorithm in the registry.
+            if (!choice.algorithm || r < choice.regret * (1 - 1e-9)) {
+                choice.regret = r;
+                choice.algorithm = near[i].first;
+            }
         }
     }
     if (!choice.algorithm)

@@ -1,41 +1,93 @@
-// Step-building helpers shared by the algorithms: moving a range of elements
-// in pipeline pieces, and receiving-and-reducing piece by piece. A *piece* is
-// one transfer of at most chunk_bytes; both sides cut a range into the same
+// Step-building helpers shared by the algorithms: the tag budget, moving a
+// range of elements in pipeline pieces, and receiving-and-reducing piece by
+// piece. A *piece* is one transfer of at most chunk_bytes (more only where the
+// tag budget allows no more pieces); both sides cut a range into the same
 // pieces because they compute them from the same count and settings.
 #pragma once
 
 #include <algorithm>
 #include <vector>
 
+#include "base/error.h"
 #include "coll/algorithm.h"
 #include "coll/partition.h"
 #include "reduce/datatype.h"
 
 namespace chorus::coll {
 
-// A message's tag is (algorithm step, piece): 13 + 15 bits.
-constexpr uint32_t kPieceBits = 15;
-constexpr size_t kMaxPieces = size_t(1) << kPieceBits;
-constexpr uint32_t kMaxSteps = 1u << (kStepTagBits - kPieceBits);
+// The tag budget. The algorithm's part of a wire tag (kStepTagBits = 28
+// bits; the wire adds the source rank and the operation's sequence number)
+// names a message by (step, piece), and needs to be unique only per source,
+// destination and operation. Each schedule splits those bits itself, from a
+// value every rank agrees on: `steps`, the number of step indices the
+// algorithm uses (a function of the rank count), gets the bits its largest
+// index needs, and the piece index the rest. A message travels in at most
+// max_pieces() pieces: what the piece bits hold, and at most
+// kPieceBudget / steps, so that a schedule's transfers stay bounded however
+// many ranks and bytes it has (beyond, a message goes in fewer, larger
+// pieces). Every tag an algorithm puts on a message comes from tag(), which
+// checks both fields.
+constexpr size_t kPieceBudget = size_t(1) << 18;
 
-inline uint32_t tag_of(uint32_t step, size_t piece) {
-    return (step << kPieceBits) | static_cast<uint32_t>(piece);
+// Bits needed to write n (0 for 0).
+inline uint32_t bits_for(uint64_t n) {
+    uint32_t b = 0;
+    while (n >> b) ++b;
+    return b;
 }
+
+class TagSpace {
+public:
+    explicit TagSpace(uint64_t steps) : steps_(steps ? steps : 1) {
+        step_bits_ = bits_for(steps_ - 1);
+        if (step_bits_ > static_cast<uint32_t>(kStepTagBits))
+            fail(CHORUS_ERR_UNSUPPORTED, "tag budget: ", steps_, " algorithm steps do not fit ", kStepTagBits,
+                 " tag bits");
+        piece_bits_ = kStepTagBits - step_bits_;
+        max_pieces_ = std::max<size_t>(1, std::min<size_t>(size_t(1) << piece_bits_, kPieceBudget / steps_));
+    }
+    uint64_t steps() const { return steps_; }
+    uint32_t step_bits() const { return step_bits_; }
+    uint32_t piece_bits() const { return piece_bits_; }
+    size_t max_pieces() const { return max_pieces_; }
+    uint32_t tag(uint64_t step, size_t piece) const {
+        if (step >= steps_ || piece >= max_pieces_)
+            fail(CHORUS_ERR_INTERNAL, "tag budget: step ", step, " of ", steps_, ", piece ", piece, " of ",
+                 max_pieces_);
+        return static_cast<uint32_t>(step << piece_bits_ | piece);
+    }
+
+private:
+    uint64_t steps_;
+    uint32_t step_bits_ = 0, piece_bits_ = 0;
+    size_t max_pieces_ = 1;
+};
 
 class StepBuilder {
 public:
-    StepBuilder(Schedule& s, const CollArgs& a)
-        : s_(s), a_(a), esize_(datatype_size(a.dtype)),
-          chunk_elems_(std::max<size_t>(1, a.chunk_bytes / datatype_size(a.dtype))) {}
+    // `steps`: how many step indices (0 .. steps-1) the algorithm's messages
+    // use, from values every rank agrees on (see TagSpace).
+    StepBuilder(Schedule& s, const CollArgs& a, uint64_t steps)
+        : s_(s),
+          a_(a),
+          esize_(datatype_size(a.dtype)),
+          chunk_elems_(std::max<size_t>(1, a.chunk_bytes / datatype_size(a.dtype))),
+          tags_(steps) {}
 
     size_t esize() const { return esize_; }
     Region at(Buf b, size_t elem) const { return {b, elem * esize_}; }
+    const TagSpace& tags() const { return tags_; }
+    // The tag of piece `piece` of a message of step `step`.
+    uint32_t tag_of(uint64_t step, size_t piece) const { return tags_.tag(step, piece); }
 
     // How many pieces a range of `count` elements travels in.
-    size_t pieces(size_t count) const {
-        return std::min(kMaxPieces, num_chunks(count, chunk_elems_));
-    }
+    size_t pieces(size_t count) const { return std::min(tags_.max_pieces(), num_chunks(count, chunk_elems_)); }
     Range piece(size_t count, size_t i) const { return split(count, pieces(count), i); }
+    // The largest piece of any range of at most `count` elements (to size a
+    // slot that any of them fits).
+    size_t largest_piece(size_t count) const {
+        return std::min(count, std::max(chunk_elems_, ceil_div(count, tags_.max_pieces())));
+    }
 
     // Send `count` elements of `buf` from element `elem` to `peer`, in
     // pieces, each after `deps`. Returns one step per non-empty piece.
@@ -124,7 +176,53 @@ private:
     const CollArgs& a_;
     size_t esize_;
     size_t chunk_elems_;
+    TagSpace tags_;
 };
+
+// Steps that touched disjoint element ranges of one buffer. A later step on
+// a range depends on the steps whose ranges overlap it.
+class RangeSteps {
+public:
+    void add(size_t begin, size_t end, StepId step) {
+        if (begin == end) return;
+        items_.push_back({begin, end, step});
+        sorted_ = items_.size() < 2 || items_[items_.size() - 2].begin < begin ? sorted_ : false;
+    }
+    std::vector<StepId> overlapping(size_t begin, size_t end) {
+        if (!sorted_) {
+            std::sort(items_.begin(), items_.end(), [](const Item& x, const Item& y) { return x.begin < y.begin; });
+            sorted_ = true;
+        }
+        std::vector<StepId> out;
+        auto it = std::partition_point(items_.begin(), items_.end(), [&](const Item& x) { return x.end <= begin; });
+        for (; it != items_.end() && it->begin < end; ++it) out.push_back(it->step);
+        return out;
+    }
+    template <class F>
+    void for_each(F f) const {
+        for (const Item& x : items_) f(x.begin, x.end, x.step);
+    }
+
+private:
+    struct Item {
+        size_t begin, end;
+        StepId step;
+    };
+    std::vector<Item> items_;
+    bool sorted_ = true;
+};
+
+// Calls f(piece index, first element, elements) for each non-empty piece of
+// the element range [begin, end). Pieces depend only on the range's length,
+// so sender and receiver cut the same range the same way.
+template <class F>
+void for_pieces(const StepBuilder& b, size_t begin, size_t end, F f) {
+    const size_t n = end - begin;
+    for (size_t i = 0, k = b.pieces(n); i < k; ++i) {
+        Range r = b.piece(n, i);
+        if (r.size()) f(i, begin + r.begin, r.size());
+    }
+}
 
 inline void append(std::vector<StepId>& to, const std::vector<StepId>& from) {
     to.insert(to.end(), from.begin(), from.end());
@@ -135,6 +233,11 @@ inline int pow2_floor(int n) {
     int p = 1;
     while (p * 2 <= n) p *= 2;
     return p;
+}
+
+// Smallest k with 2^k >= n (n >= 1).
+inline uint32_t ceil_log2(uint64_t n) {
+    return n <= 1 ? 0 : bits_for(n - 1);
 }
 
 // Binomial tree rooted at `root` over `size` ranks, in relative ranks

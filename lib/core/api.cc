@@ -1,5 +1,6 @@
 // The C API: handle checks, argument validation (validate.cc), and the
 // mapping of C++ errors to chorus_result_t. No exception leaves this file.
+#include <cstring>
 #include <new>
 
 #include "base/log.h"
@@ -154,6 +155,18 @@ chorus_result_t chorus_comm_abort(chorus_comm_t comm) {
     if (!c) return CHORUS_ERR_INVALID_ARGUMENT;
     c->abort("chorus_comm_abort was called");
     return CHORUS_SUCCESS;
+}
+
+chorus_result_t chorus_comm_set_label(chorus_comm_t comm, const char* label) {
+    Communicator* c = live(comm, "chorus_comm_set_label");
+    if (!c) return CHORUS_ERR_INVALID_ARGUMENT;
+    if (label && std::strlen(label) > 255)
+        return invalid(
+            c, chorus::cat("chorus_comm_set_label: label is ", std::strlen(label), " characters long (at most 255)"));
+    return guarded(c, [&] {
+        c->set_label(label);
+        return CHORUS_SUCCESS;
+    });
 }
 
 chorus_result_t chorus_comm_set_idle(chorus_comm_t comm, chorus_idle_fn_t fn, void* arg) {

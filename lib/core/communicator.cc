@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "core/agreement.h"
+#include "core/trace.h"
 #include "exec/inline_run.h"
 #include "net/mpi_bootstrap.h"
 #include "net/shm/shm_transport.h"
@@ -23,10 +24,19 @@ constexpr size_t kMaxInflight = 1024;
 
 // The cost model's parameters for this transport: messages it copies through
 // shared memory pay no rendezvous.
-coll::CostParams cost_params(coll::CostParams p, const net::Transport& t) {
+coll::CostParams cost_params(coll::CostParams p, const net::Transport& t,
+                             const std::shared_ptr<const coll::HostMap>& hosts) {
     p.eager_bytes = std::max(p.eager_bytes, t.host_only_max());
     p.all_local = t.slot_bytes() > 0;
+    if (hosts->hosts() > 1) p.hosts = hosts;
     return p;
+}
+
+// The transport's host labels (none: every rank on this host).
+std::shared_ptr<const coll::HostMap> host_map(const net::Transport& t) {
+    std::vector<int> labels = t.host_labels();
+    if (labels.empty()) labels.assign(static_cast<size_t>(t.size()), 0);
+    return std::make_shared<const coll::HostMap>(coll::HostMap::from_labels(labels));
 }
 }  // namespace
 
@@ -78,6 +88,10 @@ std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm) {
         return std::string();
     });
     c->id_ = id;
+    // Timing (traces, stragglers) is on for all ranks if any rank asks, with
+    // the clock offsets measured now.
+    const bool timing = !boot->all(config.trace_dir.empty() && config.log_level < LogLevel::Info);
+    c->observer_.created(id, timing, timing ? clock_offset_us(boot->comm()) : 0);
     c->boot_ = std::move(boot);
     return c;
 }
@@ -89,15 +103,18 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
       transport_(std::move(transport)),
       rank_(transport_->rank()),
       size_(transport_->size()),
+      hosts_(host_map(*transport_)),
       buffers_(device ? std::move(device) : make_cuda_device(), transport_->device_memory() && !config_.always_stage),
-      plans_(config_, cost_params(config_.cost, *transport_), transport_->rank() == 0),
+      plans_(config_, cost_params(config_.cost, *transport_, hosts_), transport_->rank() == 0),
       waiter_(config_, transport_->local_ranks()),
-      watchdog_(config_) {
+      watchdog_(config_),
+      observer_(config_, *transport_, ops_) {
     // Touch the scratch a pipelined operation needs once, up front.
     buffers_.warm(config_.chunk_bytes * static_cast<size_t>(config_.window));
     if (rank() == 0) {
         log(LogLevel::Debug, 0, "communicator of ", size(), " ranks (", transport_->local_ranks(),
             " on this host) over ", transport_->name(), "; ", config_.describe());
+        log(LogLevel::Info, 0, hosts_->describe());
         for (const auto& name : config_.unknown) log(LogLevel::Warn, 0, "unknown setting ", name, " ignored");
     }
 }
@@ -114,6 +131,7 @@ Communicator::~Communicator() {
         if (op->executor) op->executor->abort();
         buffers_.release(*op);
     }
+    observer_.closing();
     ops_.clear();
     buffers_.device().drain();
     buffers_.device().forget_host();  // the slots go with the transport
@@ -174,6 +192,10 @@ Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, co
     op->args = args;
     op->algorithm = plan.algo->name;
     op->schedule = plan.schedule;
+    if (resume)
+        op->record = resume->record;
+    else
+        observer_.begin(*op);
     if (!config_.inject.empty() && config_.inject == cat("start:", op->seq))
         fail(CHORUS_ERR_OUT_OF_MEMORY, "failure injected at the start of operation #", op->seq,
              " (CHORUS_INJECT_FAILURE=", config_.inject, ")");
@@ -192,6 +214,7 @@ Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, co
             op->executor =
                 std::make_unique<Executor>(*op->schedule, *transport_, bufs, op->seq, config_.window, use, done);
         if (op->mirrors[1]) op->executor->add_final_copy(recvbuf, op->mirrors[1], op->mirror_bytes);
+        if (!config_.trace_dir.empty()) op->executor->time_steps();
     } catch (...) {
         if (op->executor)
             op->executor->abort();
@@ -229,6 +252,7 @@ void Communicator::check_agreement(const coll::CollArgs& args) {
 }
 
 void Communicator::abort(const std::string& why) {
+    observer_.dump("chorus_comm_abort");
     // The peers learn of it at once, whatever they are doing.
     if (!failed_) tell_peers(CHORUS_ERR_COMM_FAILED, 0, cat("rank ", rank(), " aborted: ", why));
     for (auto& op : ops_)
@@ -245,6 +269,7 @@ void Communicator::fail_op(Operation& op, chorus_result_t code, const std::strin
     // The peers' state is unknown now: later operations would not match.
     if (tell && !failed_) tell_peers(code, op.seq, op.error);
     mark_failed(op.seq, CHORUS_ERR_COMM_FAILED, op.error);
+    observer_.end(op);
     log(LogLevel::Error, rank(), op.error);
 }
 
@@ -269,6 +294,7 @@ void Communicator::poll_notices() {
     int source = -1;
     std::string notice;
     while (transport_->poll_notice(&source, &notice)) {
+        if (observer_.notice(source, notice)) continue;
         const size_t space = notice.find(' ');
         if (notice.size() < 2 || space == std::string::npos) continue;
         auto code = static_cast<chorus_result_t>(notice[0]);
@@ -292,6 +318,7 @@ bool Communicator::progress(Operation* target) {
         try {
             if (op->executor->progress()) {
                 op->finished = true;
+                observer_.end(*op);
                 transport_->settle();
             }
         } catch (const Error& e) {
@@ -309,9 +336,12 @@ bool Communicator::progress(Operation* target) {
     // at most 1024 polls late.
     if (moved) Watchdog::moved(ops_);
     if (waiter_.after_pass(moved)) {
-        watchdog_.check(ops_, *transport_, name(),
-                        [this](Operation& op, const std::string& why) { fail_op(op, CHORUS_ERR_TIMEOUT, why); });
+        bool warned = watchdog_.check(ops_, *transport_, name(), [this](Operation& op, const std::string& why) {
+            fail_op(op, CHORUS_ERR_TIMEOUT, why);
+            observer_.dump("timeout");
+        });
         poll_notices();
+        observer_.idle(warned);
     }
     return target->finished;
 }
@@ -357,7 +387,8 @@ bool Communicator::run_inline(const coll::CollArgs& a, const void* sendbuf, void
     if (s.has_transfers() || s.scratch_bytes() || (sendbuf && !host_side(buffers_.device().kind(sendbuf))) ||
         (recvbuf && !host_side(buffers_.device().kind(recvbuf))))
         return false;
-    Resume r{next_seq_, s.uses_slots() ? next_slot_op_++ : 0, 0};
+    Resume r{next_seq_, s.uses_slots() ? next_slot_op_++ : 0, 0, 0};
+    r.record = observer_.begin_call(r.seq, args, plan.algo->name, true);
     next_seq_ = net::next_operation_seq(next_seq_);
     Buffers b{sendbuf, recvbuf, nullptr, r.slot_op};
     try {
@@ -369,10 +400,12 @@ bool Communicator::run_inline(const coll::CollArgs& a, const void* sendbuf, void
         mark_failed(r.seq, CHORUS_ERR_COMM_FAILED, why);
         last_error_ = why;
         *rc = e.code();
+        observer_.end_inline(r.record, r.done, e.code(), why);
         return true;
     }
     if (r.done == s.steps().size()) {
         *rc = CHORUS_SUCCESS;
+        observer_.end_inline(r.record, r.done, CHORUS_SUCCESS, std::string());
         return true;
     }
     // A peer is late: the rest waits as any operation does.

@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "coll/algorithm.h"
+#include "coll/topology.h"
 #include "core/config.h"
+#include "core/observer.h"
 #include "core/op_buffers.h"
 #include "core/operation.h"
 #include "core/schedule_cache.h"
@@ -44,6 +46,8 @@ public:
     int rank() const { return rank_; }
     int size() const { return size_; }
     const Config& config() const { return config_; }
+    // Which ranks share a host (from the transport, at creation).
+    const coll::HostMap& hosts() const { return *hosts_; }
 
     // Start a collective. Arguments are validated by the caller. The returned
     // operation stays owned by the communicator until release(). `stream`
@@ -75,6 +79,8 @@ public:
     const std::string& failure() const { return failure_; }
     std::string& last_error() { return last_error_; }
     size_t inflight() const { return ops_.size(); }
+    // The label of the operations started from now on (chorus_comm_set_label).
+    void set_label(const char* label) { observer_.set_label(label); }
 
 private:
     // End `op` with an error here and mark the communicator failed; with
@@ -96,6 +102,7 @@ private:
     struct Resume {
         uint64_t seq, slot_op;
         size_t done;
+        uint64_t record;
     };
     Operation* launch(const coll::CollArgs& args, const Plan& plan, const void* sendbuf, void* recvbuf,
                       void* stream = nullptr, const Resume* resume = nullptr);
@@ -111,6 +118,7 @@ private:
     std::unique_ptr<net::Bootstrap> boot_;  // before the transport: it outlives it
     std::unique_ptr<net::Transport> transport_;
     int rank_, size_;
+    std::shared_ptr<const coll::HostMap> hosts_;  // which ranks share a host
     OpBuffers buffers_;
     ScheduleCache plans_;
     Waiter waiter_;
@@ -119,6 +127,7 @@ private:
     // Finished operations kept for reuse, executor included: a steady
     // stream of calls allocates nothing.
     std::vector<std::unique_ptr<Operation>> spare_ops_;
+    Observer observer_;  // records, traces, hang reports: reads ops_
     uint64_t next_seq_ = 0;
     uint64_t next_slot_op_ = 0;
     uint64_t id_ = 0;  // agreed at creation

@@ -156,6 +156,11 @@ const std::vector<Setting> kSettings = {
     {"CHORUS_HANG_WARN_S", false,
      [](Config& c, const std::string& n, const std::string& v) { c.hang_warn_s = parse_uint(v, n, 0, 1ull << 30); },
      [](const Config& c) { return std::to_string(c.hang_warn_s); }},
+    {"CHORUS_TRACE", false, [](Config& c, const std::string&, const std::string& v) { c.trace_dir = v; },
+     [](const Config& c) { return c.trace_dir.empty() ? std::string("none") : c.trace_dir; }},
+    {"CHORUS_RECORD", false,
+     [](Config& c, const std::string& n, const std::string& v) { c.record = parse_uint(v, n, 0, 1u << 20); },
+     [](const Config& c) { return std::to_string(c.record); }},
     {"CHORUS_INJECT_FAILURE", false,
      [](Config& c, const std::string& n, const std::string& v) {
          if (!v.empty() && v != "create" &&
@@ -215,12 +220,18 @@ const std::vector<Setting> kSettings = {
          }
          return "?";
      }},
+    // The cost model's two link classes: within a host (ALPHA, RNDV, LINK),
+    // and between hosts (NET_ALPHA, NET_GBS: a host's link, shared by its
+    // ranks; defaults measured on tools/vcluster.sh's TCP links).
     {"CHORUS_COST_ALPHA_US", true, parse_cost<&coll::CostParams::alpha_us, false>,
      show_cost<&coll::CostParams::alpha_us>},
     {"CHORUS_COST_RNDV_US", true, parse_cost<&coll::CostParams::rendezvous_us, true>,
      show_cost<&coll::CostParams::rendezvous_us>},
     {"CHORUS_COST_LINK_GBS", true, parse_cost<&coll::CostParams::bandwidth_gbs, false>,
      show_cost<&coll::CostParams::bandwidth_gbs>},
+    {"CHORUS_COST_NET_ALPHA_US", true, parse_cost<&coll::CostParams::net_alpha_us, false>,
+     show_cost<&coll::CostParams::net_alpha_us>},
+    {"CHORUS_COST_NET_GBS", true, parse_cost<&coll::CostParams::net_gbs, false>, show_cost<&coll::CostParams::net_gbs>},
     {"CHORUS_COST_REDUCE_GBS", true, parse_cost<&coll::CostParams::reduce_gbs, false>,
      show_cost<&coll::CostParams::reduce_gbs>},
     {"CHORUS_COST_COPY_GBS", true, parse_cost<&coll::CostParams::copy_gbs, false>,

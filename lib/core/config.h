@@ -35,6 +35,8 @@ struct Config {
     bool always_stage = false;                // CHORUS_STAGING=always: stage device buffers even if UCX has CUDA
     InterceptPolicy intercept = InterceptPolicy::All;  // CHORUS_MPI_INTERCEPT
     coll::CostParams cost;                             // CHORUS_COST_*
+    std::string trace_dir;                             // CHORUS_TRACE: write traces there ("": none)
+    size_t record = 64;                                // CHORUS_RECORD: operations the flight recorder keeps
     // CHORUS_INJECT_FAILURE (tests): "create" fails this rank's creation,
     // "start:N" the start of its operation number N.
     std::string inject;

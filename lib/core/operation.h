@@ -31,6 +31,7 @@ struct Operation {
     std::string error;
     size_t last_completed = 0;
     bool warned = false;  // the hang warning was printed
+    uint64_t record = 0;  // its number in the flight recorder
     std::chrono::steady_clock::time_point last_change;
 };
 

@@ -46,9 +46,10 @@ void Watchdog::moved(std::vector<std::unique_ptr<Operation>>& ops) {
     for (auto& op : ops) op->last_change = {};
 }
 
-void Watchdog::check(std::vector<std::unique_ptr<Operation>>& ops, net::Transport& transport, const std::string& where,
+bool Watchdog::check(std::vector<std::unique_ptr<Operation>>& ops, net::Transport& transport, const std::string& where,
                      const std::function<void(Operation&, const std::string&)>& timed_out) {
     auto now = std::chrono::steady_clock::now();
+    bool warned = false;
     for (auto& op : ops)
         if (op->last_change == std::chrono::steady_clock::time_point{}) op->last_change = now;
     // After a quarter second without progress, look for dead peers.
@@ -63,7 +64,7 @@ void Watchdog::check(std::vector<std::unique_ptr<Operation>>& ops, net::Transpor
         if (op->finished) continue;
         auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(now - op->last_change).count();
         if (warn_s_ && !op->warned && static_cast<uint64_t>(idle) >= warn_s_ * 1000) {
-            op->warned = true;
+            op->warned = warned = true;
             std::vector<int> peers = op->executor->waiting_peers();
             std::string who;
             for (int p : peers) who += cat(who.empty() ? "" : ",", p);
@@ -77,6 +78,7 @@ void Watchdog::check(std::vector<std::unique_ptr<Operation>>& ops, net::Transpor
             timed_out(*op, cat("no progress for ", idle, " ms (CHORUS_TIMEOUT_MS=", timeout_ms_,
                                "); pending: ", op->executor->pending_summary()));
     }
+    return warned;
 }
 
 }  // namespace chorus

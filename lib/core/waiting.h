@@ -49,8 +49,9 @@ public:
     explicit Watchdog(const Config& config) : timeout_ms_(config.timeout_ms), warn_s_(config.hang_warn_s) {}
     // A moved operation's idle time restarts at the next check.
     static void moved(std::vector<std::unique_ptr<Operation>>& ops);
-    // `where`: the communicator, for messages ("comm 3 (4 ranks)").
-    void check(std::vector<std::unique_ptr<Operation>>& ops, net::Transport& transport, const std::string& where,
+    // `where`: the communicator, for messages ("comm 3 (4 ranks)"). True
+    // when it printed the hang warning now.
+    bool check(std::vector<std::unique_ptr<Operation>>& ops, net::Transport& transport, const std::string& where,
                const std::function<void(Operation&, const std::string&)>& timed_out);
 
 private:

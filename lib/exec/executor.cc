@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 
+#include "base/clock.h"
 #include "base/error.h"
 #include "reduce/host_reducer.h"
 
@@ -16,16 +17,11 @@ const char* kind_name(StepKind k) {
     switch (k) {
         case StepKind::Send: return "send to";
         case StepKind::Recv: return "recv from";
-        case StepKind::Reduce: return "reduce";
-        case StepKind::Copy: return "copy";
-        case StepKind::Divide: return "divide";
-        case StepKind::Publish: return "publish";
-        case StepKind::Await: return "await";
         case StepKind::Expose: return "expose to";
         case StepKind::Get: return "get from";
         case StepKind::Put: return "put to";
+        default: return step_kind_name(k);
     }
-    return "?";
 }
 void heap_push(std::vector<StepId>& h, StepId s) {
     h.push_back(s);
@@ -62,6 +58,7 @@ void Executor::reset(const Schedule& schedule, Buffers buffers, uint64_t seq, De
     awaiting_.clear();
     publishing_ = kNoStep;
     final_copies_.clear();
+    timed_ = false;
     if (!sched_->finalized()) fail(CHORUS_ERR_INTERNAL, "executor: schedule was not finalized");
     if ((dev_.on_device || dev_.gate) && !dev_.device)
         fail(CHORUS_ERR_INTERNAL, "executor: device work without a device");
@@ -121,7 +118,18 @@ char* Executor::resolve(Region r) const {
     return nullptr;
 }
 
+void Executor::time_steps() {
+    const size_t n = sched_->steps().size();
+    const uint64_t now = ticks();
+    ready_ticks_.assign(n, now);
+    done_ticks_.assign(n, 0);
+    for (size_t s = 0; s < n; ++s)
+        if (s < completed_) done_ticks_[s] = now;  // run in place before
+    timed_ = true;
+}
+
 void Executor::make_ready(StepId s) {
+    if (timed_) ready_ticks_[s] = ticks();
     switch (sched_->steps()[s].kind) {
         case StepKind::Send: heap_push(ready_send_, s); break;
         case StepKind::Recv: heap_push(ready_recv_, s); break;
@@ -136,6 +144,7 @@ void Executor::make_ready(StepId s) {
 
 void Executor::finish(StepId s) {
     ++completed_;
+    if (timed_) done_ticks_[s] = ticks();
     const uint32_t* out = sched_->dependents_of(s);
     for (uint32_t i = 0, n = sched_->ndependents(s); i < n; ++i)
         if (--remaining_[out[i]] == 0) make_ready(out[i]);

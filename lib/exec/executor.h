@@ -72,6 +72,12 @@ public:
     std::vector<int> waiting_peers() const;
     // Number of steps completed so far (progress indicator for timeouts).
     size_t completed() const { return completed_; }
+    // Traces: stamp each step when it becomes ready and when it is done
+    // (steps ready now, and those done before, are stamped now). Off again
+    // at reset().
+    void time_steps();
+    const std::vector<uint64_t>& ready_ticks() const { return ready_ticks_; }
+    const std::vector<uint64_t>& done_ticks() const { return done_ticks_; }
 
 private:
     // The messages of a one-sided step (executor_one_sided.cc): its
@@ -165,6 +171,8 @@ private:
     size_t queued_head_ = 0;
     std::vector<FinalCopy> final_copies_;
     int sends_inflight_ = 0, recvs_inflight_ = 0;
+    bool timed_ = false;
+    std::vector<uint64_t> ready_ticks_, done_ticks_;  // base/clock.h ticks()
 };
 
 }  // namespace chorus

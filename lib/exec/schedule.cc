@@ -7,6 +7,22 @@
 
 namespace chorus {
 
+const char* step_kind_name(StepKind k) {
+    switch (k) {
+        case StepKind::Send: return "send";
+        case StepKind::Recv: return "recv";
+        case StepKind::Reduce: return "reduce";
+        case StepKind::Copy: return "copy";
+        case StepKind::Divide: return "divide";
+        case StepKind::Publish: return "publish";
+        case StepKind::Await: return "await";
+        case StepKind::Expose: return "expose";
+        case StepKind::Get: return "get";
+        case StepKind::Put: return "put";
+    }
+    return "?";
+}
+
 Schedule::Schedule(chorus_datatype_t dtype, chorus_op_t op, int rank, int size)
     : dtype_(dtype), op_(op), rank_(rank), size_(size) {}
 
@@ -177,6 +193,20 @@ void Schedule::finalize() {
 size_t Schedule::num_transfers() const {
     return std::count_if(steps_.begin(), steps_.end(),
                          [](const Step& s) { return s.kind == StepKind::Send || s.kind == StepKind::Recv; });
+}
+
+void Schedule::check_tags() const {
+    // (direction, peer, tag) in one word: 1 + 31 + 32 bits.
+    std::vector<uint64_t> keys;
+    keys.reserve(num_transfers());
+    for (const Step& st : steps_)
+        if (st.kind == StepKind::Send || st.kind == StepKind::Recv)
+            keys.push_back(uint64_t(st.kind == StepKind::Send) << 63 | uint64_t(uint32_t(st.peer)) << 32 | st.tag);
+    std::sort(keys.begin(), keys.end());
+    auto dup = std::adjacent_find(keys.begin(), keys.end());
+    if (dup != keys.end())
+        fail(CHORUS_ERR_INTERNAL, "schedule: two ", *dup >> 63 ? "sends to" : "receives from", " peer ",
+             (*dup >> 32) & 0x7fffffff, " with tag ", uint32_t(*dup), " (rank ", rank_, " of ", size_, ")");
 }
 
 std::string Schedule::dump() const {

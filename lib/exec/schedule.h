@@ -52,6 +52,9 @@ enum class StepKind : uint8_t {
 
 using StepId = uint32_t;
 
+// "send", "recv", "reduce", ...
+const char* step_kind_name(StepKind k);
+
 // A list of steps to depend on: a braced list (copied, up to 8) or a vector
 // (referenced; it must outlive the call).
 class Deps {
@@ -159,6 +162,11 @@ public:
     bool has_one_sided() const { return has_one_sided_; }
     size_t slot_bytes() const { return slot_bytes_; }
     size_t num_transfers() const;
+    // Throws Error(CHORUS_ERR_INTERNAL) unless every message is told apart on
+    // the wire: no two sends to one peer, and no two receives from one peer,
+    // share a tag. Costs a sort of the transfers; for tests and tools (a
+    // builder already checks each transfer's peer, tag range and size).
+    void check_tags() const;
     // Multi-line listing of the steps, for debugging and tests.
     std::string dump() const;
 

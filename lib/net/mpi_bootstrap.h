@@ -21,6 +21,8 @@ public:
     std::vector<std::string> allgather(const std::string& mine) override;
     bool all(bool mine) override;
     void barrier(const std::function<void()>& progress) override;
+    // The private duplicate (for the clock offsets of traces).
+    MPI_Comm comm() const { return comm_; }
 
 private:
     MPI_Comm comm_ = MPI_COMM_NULL;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace chorus::net {
 
@@ -43,6 +44,9 @@ public:
     virtual void check_peers() {}
     // Ranks of this communicator on this host, this one included.
     virtual int local_ranks() const { return 1; }
+    // Each rank's host as a label (equal labels: one host), the same on
+    // every rank (from the bootstrap's exchange); empty: all on one host.
+    virtual std::vector<int> host_labels() const { return {}; }
     // Whether send() and recv() take CUDA device memory (otherwise the
     // executor stages it through pinned host buffers).
     virtual bool device_memory() const { return false; }

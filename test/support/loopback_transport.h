@@ -46,6 +46,9 @@ public:
     void enable_one_sided() { one_sided_ = true; }
     // Bytes copied by get() and put() so far.
     size_t one_sided_bytes() const { return one_sided_bytes_; }
+    // Emulated hosts: rank r on the host labelled labels[r] (as the
+    // bootstrap would report them; the ranks still share this process).
+    void emulate_hosts(std::vector<int> labels) { host_labels_ = std::move(labels); }
     void emulate_device(std::function<bool(const void*)> is_device, bool direct) {
         is_device_ = std::move(is_device);
         direct_ = direct;
@@ -85,6 +88,7 @@ private:
     bool direct_ = false;
     bool one_sided_ = false;
     std::atomic<size_t> one_sided_bytes_{0};
+    std::vector<int> host_labels_;
 };
 
 class LoopbackTransport final : public Transport {
@@ -112,6 +116,7 @@ public:
     bool one_sided() const override { return hub_->one_sided_; }
     void get(int peer, void* dst, uint64_t remote, size_t bytes) override;
     void put(int peer, uint64_t remote, const void* src, size_t bytes) override;
+    std::vector<int> host_labels() const override { return hub_->host_labels_; }
 
 private:
     void check_host(const void* buf, const char* what) const;

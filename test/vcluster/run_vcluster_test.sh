@@ -12,6 +12,8 @@
 #                            every one inside a host shared memory (sysv/posix/cma)
 #   bytes CHORUS_BENCH       Chorus all-reduce of 16 MiB at 2x2: at least 16 MiB per
 #                            call crossed each host's link each way
+#   hosts LAYOUT CHORUS_BENCH  a Chorus all-reduce on that layout with CHORUS_LOG=info:
+#                            rank 0 reports the host map ("4 ranks on 3 hosts (2+1+1)")
 #   run PROGRAM ARGS...      PROGRAM at 2x2; its exit status
 set -euo pipefail
 vcluster=$1 mode=$2
@@ -109,6 +111,26 @@ case $mode in
       }
     done <"$dir/links"
     took "bytes"
+    ;;
+
+  hosts)
+    layout=$1 bench=$2
+    IFS=, read -r -a ranks <<<"$layout"
+    total=0
+    for n in "${ranks[@]}"; do total=$((total + n)); done
+    want="$total ranks on ${#ranks[@]} hosts (${layout//,/+})"
+    "$vcluster" -q --layout "$layout" --mpirun-args "-x CHORUS_LOG=info" -- \
+      "$bench" allreduce -m 4:64K -i 3 -x 1 --no-mpi -c >"$dir/log" 2>&1 || {
+      tail -30 "$dir/log"
+      echo "FAIL: the all-reduce failed on $layout"
+      exit 1
+    }
+    grep -F "[chorus info rank 0] $want" "$dir/log" || {
+      grep -F "[chorus info" "$dir/log" | head
+      echo "FAIL: rank 0 did not report '$want'"
+      exit 1
+    }
+    took "host map $layout"
     ;;
 
   run)

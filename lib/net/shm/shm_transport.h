@@ -64,6 +64,7 @@ public:
     void check_peers() override;
     void settle() override;
     int local_ranks() const override { return inner_->local_ranks(); }
+    std::vector<int> host_labels() const override { return inner_->host_labels(); }
     bool device_memory() const override { return inner_->device_memory(); }
     size_t host_only_max() const override { return eager_; }
     const char* name() const override { return inner_->name(); }

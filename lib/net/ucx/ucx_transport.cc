@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 
 #include "base/error.h"
 #include "net/host.h"
@@ -80,9 +81,12 @@ UcxTransport::UcxTransport(Bootstrap& boot, bool peer_errors)
     }
     peer_pid_.assign(size_, 0);
     addresses_.resize(size_);
+    host_labels_.resize(size_);
+    std::map<std::string, int> host_first;  // host identity -> its lowest rank
     for (int r = 0; r < size_; ++r) {
         const std::string& b = blobs[r];
         size_t end = b.find('\0', sizeof(int));
+        host_labels_[r] = host_first.emplace(b.substr(sizeof(int), end - sizeof(int)), r).first->second;
         // Only a peer on this host can be checked for life by its pid.
         if (b.compare(sizeof(int), end - sizeof(int), host_identity()) == 0) {
             std::memcpy(&peer_pid_[r], b.data(), sizeof(int));

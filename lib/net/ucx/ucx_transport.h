@@ -47,6 +47,7 @@ public:
     // Peers on this host whose process is gone become failed.
     void check_peers() override;
     int local_ranks() const override { return local_ranks_; }
+    std::vector<int> host_labels() const override { return host_labels_; }
     const char* name() const override { return "ucx"; }
     bool device_memory() const override { return context_->device_memory(); }
     void notify(int peer, const std::string& notice) override;
@@ -71,6 +72,7 @@ private:
     int size_ = 0;
     bool peer_errors_ = false;
     int local_ranks_ = 1;
+    std::vector<int> host_labels_;  // by rank: the lowest rank on its host
     std::shared_ptr<UcxContext> context_;
     ucp_worker_h worker_ = nullptr;
     std::vector<std::string> addresses_;  // every rank's worker address

@@ -1,0 +1,89 @@
+// The cost model's engine (cost_model.h has the machine model): the steps of
+// the simulated ranks in a compact form, and the event-driven simulation of
+// them. Each schedule is copied in as it is built and can be dropped at
+// once, so a simulation holds about 32 bytes a step and 4 a dependency,
+// not the schedules.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "coll/cost_model.h"
+#include "exec/schedule.h"
+
+namespace chorus::coll {
+
+class SimGroup {
+public:
+    // How a transfer with a rank that is not simulated is taken:
+    //   Mirror    the peer is rank 0's image (symmetric schedules): a send
+    //             with tag T and the receive with tag T of the same rank
+    //             are one transfer, in and out of its own ports;
+    //   Lockstep  the peer is as far along as this rank (SimMode::Sampled):
+    //             its message leaves when this rank's own send with the same
+    //             tag starts, its slot is published when this rank's is.
+    enum class Outside { Mirror, Lockstep };
+
+    // `hosts`: which ranks share a host (null: one host); kept by pointer.
+    SimGroup(int size, chorus_datatype_t dtype, const HostMap* hosts = nullptr);
+    // Room for about this many steps (memory is only reserved, not touched).
+    void reserve(size_t steps);
+    // Add `rank`'s schedule (finalized); the schedule may be dropped after.
+    void add(int rank, const Schedule& s);
+    bool has(int rank) const { return index_[rank] >= 0; }
+    int ranks() const { return static_cast<int>(ranks_.size()); }
+    size_t steps() const { return nodes_.size() - 1; }
+    // Pair every transfer with its counterpart and every await with the
+    // publish it waits for (throws Error naming the first one without),
+    // then run. Returns the time the last step ends.
+    double simulate(const CostParams& p, Outside outside);
+
+private:
+    struct Xfer {
+        int peer;
+        uint32_t tag;
+        uint32_t step;  // global step index
+        bool send;
+    };
+    void pair(Outside outside);
+    void pair_outside(size_t begin, size_t end, Outside outside);
+    void pair_awaits();
+
+    // One step, in the 32 bytes the simulation reads when it runs it (its
+    // dependents are out_[out_begin, next step's out_begin)).
+    struct Node {
+        double ready;           // when its dependencies are done
+        uint64_t bytes : 46;    // moved, copied, or written by a reduction
+        uint64_t kind : 4;      // StepKind
+        uint64_t reduces : 1;   // a get that reduces as it reads
+        uint64_t state : 2;     // 0 waits for dependencies, 1 for its partner, 2 done
+        uint64_t lockstep : 2;  // kWaitsForOwnSend, kAwaited (simulation.cc)
+        uint64_t remote : 1;    // a message between two hosts
+        uint32_t owner;         // simulated index of its rank
+        uint32_t left;          // dependencies not done
+        uint32_t partner;       // the other end of its transfer, the publish an await waits for, or none
+        uint32_t out_begin;
+    };
+    static_assert(sizeof(Node) == 32, "a step is half a cache line");
+
+    int size_;
+    size_t esize_;
+    const HostMap* hosts_;
+    std::vector<int> host_;   // simulated index -> host
+    std::vector<int> index_;  // rank -> simulated index, or -1
+    std::vector<int> ranks_;  // simulated index -> rank
+    std::vector<uint32_t> base_;
+    std::vector<Node> nodes_{Node{}};  // and one past the last, for its out_begin
+    std::vector<uint32_t> out_;
+    // Per rank: its transfers (until paired).
+    std::vector<Xfer> xfers_;
+    std::vector<size_t> xfer_base_;
+    // Publish slots: each simulated rank's publish step (or none), and every
+    // await with the rank whose slot it waits for (until paired).
+    std::vector<uint32_t> publish_;
+    std::vector<std::pair<uint32_t, int>> awaits_;
+    bool has_slots_ = false;
+};
+
+}  // namespace chorus::coll

@@ -1,0 +1,210 @@
+#include "core/trace.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <type_traits>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "exec/schedule.h"
+#include "reduce/datatype.h"
+
+namespace chorus {
+
+double clock_offset_us(MPI_Comm comm) {
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    constexpr int kRounds = 8, kTag = 7301;
+    std::vector<double> offsets(static_cast<size_t>(size), 0.0);
+    if (rank == 0) {
+        for (int r = 1; r < size; ++r) {
+            double best_rtt = 1e300;
+            for (int i = 0; i < kRounds; ++i) {
+                double t0 = now_us(), theirs = 0;
+                MPI_Send(&t0, 1, MPI_DOUBLE, r, kTag, comm);
+                MPI_Recv(&theirs, 1, MPI_DOUBLE, r, kTag, comm, MPI_STATUS_IGNORE);
+                double t1 = now_us();
+                if (t1 - t0 < best_rtt) {
+                    best_rtt = t1 - t0;
+                    offsets[static_cast<size_t>(r)] = theirs - (t0 + t1) / 2;
+                }
+            }
+        }
+    } else {
+        for (int i = 0; i < kRounds; ++i) {
+            double t = 0;
+            MPI_Recv(&t, 1, MPI_DOUBLE, 0, kTag, comm, MPI_STATUS_IGNORE);
+            t = now_us();
+            MPI_Send(&t, 1, MPI_DOUBLE, 0, kTag, comm);
+        }
+    }
+    double mine = 0;
+    MPI_Scatter(offsets.data(), 1, MPI_DOUBLE, &mine, 1, MPI_DOUBLE, 0, comm);
+    return mine;
+}
+
+namespace {
+
+std::string json_escape(const std::string& s) {
+    std::string out;
+    for (char ch : s) {
+        auto c = static_cast<unsigned char>(ch);
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += ch;
+        } else if (c < 0x20) {
+            char b[8];
+            std::snprintf(b, sizeof b, "\\u%04x", c);
+            out += b;
+        } else {
+            out += ch;
+        }
+    }
+    return out;
+}
+
+const char* step_name(uint8_t kind) {
+    return step_kind_name(static_cast<StepKind>(kind));
+}
+
+// Steps on their own rows below the operation: transfers, local work.
+int step_lane(uint8_t kind) {
+    switch (static_cast<StepKind>(kind)) {
+        case StepKind::Send:
+        case StepKind::Expose:
+        case StepKind::Put: return 1;
+        case StepKind::Recv:
+        case StepKind::Get: return 2;
+        case StepKind::Publish:
+        case StepKind::Await: return 4;
+        default: return 3;
+    }
+}
+
+}  // namespace
+
+TraceWriter::TraceWriter(const std::string& dir, uint64_t comm, int rank, int size, double offset_us,
+                         const std::map<std::string, std::string>& forced)
+    : comm_(comm), rank_(rank), forced_(forced) {
+    if (mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
+        log(LogLevel::Warn, rank, "CHORUS_TRACE=", dir, ": cannot create the directory (", std::strerror(errno),
+            "); no trace");
+        return;
+    }
+    const std::string path = cat(dir, "/chorus-comm", comm, "-rank", rank, ".json");
+    file_ = std::fopen(path.c_str(), "w");
+    if (!file_) {
+        log(LogLevel::Warn, rank, "CHORUS_TRACE: cannot write ", path, " (", std::strerror(errno), "); no trace");
+        return;
+    }
+    // The JSON array form, which readers also accept without its closing
+    // bracket.
+    const int base = static_cast<int>(comm * 8);
+    std::fprintf(file_,
+                 "[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}},\n"
+                 "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}},\n"
+                 "{\"ph\":\"M\",\"name\":\"chorus_clock\",\"pid\":%d,\"args\":{\"offset_us\":%.3f,\"comm\":%llu,"
+                 "\"rank\":%d,\"size\":%d}},\n",
+                 rank, rank, rank, rank, rank, offset_us, static_cast<unsigned long long>(comm), rank, size);
+    const char* lanes[] = {"ops", "sends, exposes, puts", "recvs, gets", "local", "slots"};
+    for (int l = 0; l < 5; ++l)
+        std::fprintf(
+            file_,
+            "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"comm %llu %s\"}},\n",
+            rank, base + l, static_cast<unsigned long long>(comm), lanes[l]);
+}
+
+TraceWriter::~TraceWriter() {
+    TickScale scale;
+    scale.start();
+    scale.finish();
+    close(Labels(), scale);
+}
+
+void TraceWriter::add(const Record& r) {
+    ops_.push_back({r.number, r.seq, r.count, r.bytes, r.begin_tick, r.end_tick, r.algorithm, r.label, r.steps, r.root,
+                    static_cast<uint8_t>(r.coll), static_cast<uint8_t>(r.dtype), static_cast<uint8_t>(r.op),
+                    r.state == RecState::Failed, r.inline_run});
+    if (r.state == RecState::Failed) errors_[r.number] = r.error;
+    if (ops_.size() == kBatch) spill(op_spill_, ops_);
+}
+
+void TraceWriter::add_steps(const std::vector<StepSpan>& spans) {
+    spans_.insert(spans_.end(), spans.begin(), spans.end());
+    if (spans_.size() >= kBatch) spill(step_spill_, spans_);
+}
+
+template <typename T>
+void TraceWriter::spill(std::FILE*& to, std::vector<T>& from) {
+    if (!to) to = std::tmpfile();
+    if (to) std::fwrite(from.data(), sizeof(T), from.size(), to);
+    from.clear();
+}
+
+void TraceWriter::close(const Labels& labels, const TickScale& scale) {
+    if (!file_) return;
+    // Spilled entries first (they are older), then those still here.
+    auto replay = [&](std::FILE* f, auto& held, auto write) {
+        using T = typename std::decay_t<decltype(held)>::value_type;
+        if (f) {
+            std::rewind(f);
+            std::vector<T> chunk(kBatch);
+            size_t n;
+            while ((n = std::fread(chunk.data(), sizeof(T), chunk.size(), f)) > 0)
+                for (size_t i = 0; i < n; ++i) write(chunk[i]);
+            std::fclose(f);
+        }
+        for (const T& e : held) write(e);
+        held.clear();
+    };
+    replay(op_spill_, ops_, [&](const OpEntry& e) { write_op(e, labels, scale); });
+    replay(step_spill_, spans_, [&](const StepSpan& s) { write_step(s, scale); });
+    op_spill_ = step_spill_ = nullptr;
+    // A last event without a trailing comma, then the end of the array.
+    std::fprintf(file_, "{\"ph\":\"M\",\"name\":\"chorus_end\",\"pid\":%d,\"args\":{}}\n]\n", rank_);
+    std::fclose(file_);
+    file_ = nullptr;
+}
+
+void TraceWriter::write_op(const OpEntry& e, const Labels& labels, const TickScale& scale) {
+    const int base = static_cast<int>(comm_ * 8);
+    const std::string coll = coll::collective_name(static_cast<coll::Collective>(e.coll));
+    auto forced = forced_.find(coll);
+    const char* why =
+        forced != forced_.end() && forced->second == e.algorithm ? "forced by CHORUS_ALGO" : "chosen by the cost model";
+    const std::string label = e.label ? labels.text(e.label) : std::string();
+    const std::string name = label.empty() ? coll : cat(coll, " \"", label, "\"");
+    auto error = errors_.find(e.number);
+    std::fprintf(file_,
+                 "{\"ph\":\"X\",\"cat\":\"op\",\"name\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+                 "\"args\":{\"collective\":\"%s\",\"comm\":%llu,\"seq\":%llu,\"number\":%llu,\"count\":%llu,"
+                 "\"bytes\":%llu,\"datatype\":\"%s\",\"op\":\"%s\",\"root\":%d,\"algorithm\":\"%s\",\"why\":\"%s%s\","
+                 "\"steps\":%u,\"result\":\"%s\",\"label\":\"%s\"}},\n",
+                 json_escape(name).c_str(), rank_, base, scale.us(e.begin_tick),
+                 scale.us(e.end_tick) - scale.us(e.begin_tick), coll.c_str(), static_cast<unsigned long long>(comm_),
+                 static_cast<unsigned long long>(e.seq), static_cast<unsigned long long>(e.number),
+                 static_cast<unsigned long long>(e.count), static_cast<unsigned long long>(e.bytes),
+                 datatype_name(static_cast<chorus_datatype_t>(e.dtype)), op_name(static_cast<chorus_op_t>(e.op)),
+                 e.root, e.algorithm, why, e.inline_run ? ", run inline" : "", e.steps,
+                 error != errors_.end() ? json_escape(error->second).c_str() : "success", json_escape(label).c_str());
+}
+
+void TraceWriter::write_step(const StepSpan& s, const TickScale& scale) {
+    const int base = static_cast<int>(comm_ * 8);
+    std::string name = step_name(s.kind);
+    const auto kind = static_cast<StepKind>(s.kind);
+    const bool to = kind == StepKind::Send || kind == StepKind::Expose || kind == StepKind::Put;
+    if (s.peer >= 0) name += cat(to ? " to " : " from ", s.peer);
+    if (s.steps > 1) name += cat(" x", s.steps);
+    std::fprintf(file_,
+                 "{\"ph\":\"X\",\"cat\":\"step\",\"name\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+                 "\"args\":{\"seq\":%llu,\"kind\":\"%s\",\"peer\":%d,\"steps\":%u,\"bytes\":%llu}},\n",
+                 name.c_str(), rank_, base + step_lane(s.kind), scale.us(s.begin_tick),
+                 scale.us(s.end_tick) - scale.us(s.begin_tick), static_cast<unsigned long long>(s.seq),
+                 step_name(s.kind), s.peer, s.steps, static_cast<unsigned long long>(s.bytes));
+}
+
+}  // namespace chorus

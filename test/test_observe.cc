@@ -1,0 +1,153 @@
+// The flight recorder, the hang report's verdict and the straggler summary,
+// without a network: the text a user reads when something hangs.
+#include <catch2/catch.hpp>
+
+#include "core/hang_report.h"
+#include "core/recorder.h"
+#include "core/stragglers.h"
+
+using chorus::OpReport;
+using chorus::RankReport;
+
+namespace {
+RankReport in_op(uint64_t seq, int coll, uint32_t done, uint32_t total, std::vector<int> waits, uint64_t last_seq) {
+    RankReport r;
+    r.has_last = true;
+    r.last_seq = last_seq;
+    r.last_coll = 1;  // broadcast
+    OpReport op;
+    op.seq = seq;
+    op.coll = coll;
+    op.count = 4;
+    op.dtype = CHORUS_FLOAT32;
+    op.done = done;
+    op.total = total;
+    op.waits = std::move(waits);
+    r.ops.push_back(op);
+    return r;
+}
+bool has(const std::string& text, const std::string& part) {
+    if (text.find(part) != std::string::npos) return true;
+    UNSCOPED_INFO("in: " << text);
+    return false;
+}
+}  // namespace
+
+TEST_CASE("the hang report names the rank that never entered", "[unit][observe]") {
+    std::vector<std::optional<RankReport>> ranks(4);
+    for (int r = 0; r < 3; ++r) ranks[r] = in_op(1042, 0, 3, 8, {3}, 1041);
+    std::string v = chorus::hang_verdict(ranks, "comm 3 (4 ranks)");
+    CHECK(has(v, "allreduce #1042 on comm 3 (4 ranks):"));
+    CHECK(has(v, "ranks 0-2 have done 3 of 8 steps and wait for rank 3"));
+    CHECK(has(v, "rank 3 does not answer"));
+    // Rank 3 answers from outside the operation: it completed the one before.
+    RankReport idle;
+    idle.has_last = true;
+    idle.last_seq = 1041;
+    idle.last_coll = 1;
+    ranks[3] = idle;
+    v = chorus::hang_verdict(ranks, "comm 3 (4 ranks)");
+    CHECK(has(v, "rank 3 completed bcast #1041 and has not entered allreduce #1042"));
+    CHECK(!has(v, "does not answer"));
+}
+
+TEST_CASE("the hang report says when ranks are in different collectives", "[unit][observe]") {
+    std::vector<std::optional<RankReport>> ranks(4);
+    ranks[0] = in_op(1042, 0, 0, 2, {1}, 1041);
+    ranks[1] = in_op(1042, 0, 0, 2, {0}, 1041);
+    ranks[2] = in_op(1042, 1, 0, 1, {0}, 1041);
+    ranks[3] = in_op(1042, 1, 0, 1, {0}, 1041);
+    std::string v = chorus::hang_verdict(ranks, "comm 3 (4 ranks)");
+    CHECK(has(v, "ranks disagree: 0,1 are in allreduce #1042, 2,3 in bcast #1042"));
+    // Same collective, different counts: the arguments are shown.
+    ranks[2] = ranks[3] = in_op(1042, 0, 0, 2, {0}, 1041);
+    ranks[3]->ops[0].count = 8;
+    v = chorus::hang_verdict(ranks, "comm 3 (4 ranks)");
+    CHECK(has(v, "ranks disagree: 0-2 are in allreduce #1042 (4 x float32, root 0), 3 in allreduce #1042 (8 x"));
+}
+
+TEST_CASE("a rank's report survives its notice", "[unit][observe]") {
+    RankReport r = in_op(7, 2, 1, 5, {0, 2}, 6);
+    r.ops[0].label = "CG dot product";
+    r.ops.push_back(in_op(8, 0, 0, 3, {}, 0).ops[0]);
+    RankReport back;
+    REQUIRE(chorus::decode_report(chorus::encode_report(r), &back));
+    REQUIRE(back.has_last);
+    CHECK(back.last_seq == 6);
+    REQUIRE(back.ops.size() == 2);
+    CHECK(back.ops[0].seq == 7);
+    CHECK(back.ops[0].coll == 2);
+    CHECK(back.ops[0].waits == std::vector<int>{0, 2});
+    CHECK(back.ops[0].label == "CG dot product");
+    CHECK(back.ops[1].waits.empty());
+    CHECK(!chorus::decode_report("garbage", &back));
+}
+
+TEST_CASE("the flight recorder keeps the last operations", "[unit][observe]") {
+    chorus::FlightRecorder rec(4);
+    chorus::Labels labels;
+    chorus::coll::CollArgs a;
+    a.count = 16;
+    uint32_t label = labels.intern("gradient bucket 3");
+    CHECK(labels.intern("gradient bucket 3") == label);
+    CHECK(labels.intern("") == 0);
+    uint64_t numbers[6];
+    for (int i = 0; i < 6; ++i) {
+        chorus::Record* r = rec.begin(100 + i, a, "ring", i == 5 ? label : 0, false);
+        numbers[i] = r->number;
+        if (i < 5) r->state = chorus::RecState::Done;
+    }
+    CHECK(rec.total() == 6);
+    CHECK(rec.find(numbers[0]) == nullptr);  // overwritten
+    REQUIRE(rec.find(numbers[5]) != nullptr);
+    auto held = rec.in_order();
+    REQUIRE(held.size() == 4);
+    CHECK(held.front()->seq == 102);
+    CHECK(held.back()->seq == 105);
+    std::string d = chorus::dump_records(rec, labels, {}, "comm 0 (2 ranks)", "SIGUSR1");
+    CHECK(has(d, "the last 4 of 6 operations"));
+    CHECK(has(d, "allreduce #104 16 x float32 sum (ring): done"));
+    CHECK(has(d, "allreduce #105 16 x float32 sum (ring) \"gradient bucket 3\": in progress"));
+    CHECK(chorus::FlightRecorder(0).begin(1, a, "ring", 0, false) == nullptr);
+    // A capacity that is not a power of two: the dump shows that many.
+    chorus::FlightRecorder three(3);
+    for (int i = 0; i < 5; ++i) three.begin(i, a, "ring", 0, false);
+    REQUIRE(three.in_order().size() == 3);
+    CHECK(three.in_order().front()->seq == 2);
+    CHECK(has(chorus::dump_records(three, labels, {}, "comm 0 (2 ranks)", "test"), "CHORUS_RECORD=3"));
+}
+
+TEST_CASE("the straggler summary names the rank that is late", "[unit][observe]") {
+    std::vector<std::map<uint64_t, double>> arr(3);
+    for (uint64_t k = 1; k <= 100; ++k) {
+        arr[0][k] = 1000.0 * k;
+        arr[1][k] = 1000.0 * k + 2;
+        arr[2][k] = 1000.0 * k + (k % 10 ? 500 : 1);  // late 90 times in 100
+    }
+    std::string s = chorus::straggler_summary(arr, "comm 0 (3 ranks)");
+    CHECK(has(s, "over the last 100 operations"));
+    CHECK(has(s, "rank 2: last to arrive 90 times (90%), late by median 500.0 us"));
+    CHECK(has(s, "rank 1: last to arrive 10 times"));
+    CHECK(has(s, "histogram"));
+    // Through the notices rank 0 collects them with.
+    chorus::Arrivals a;
+    for (uint64_t k = 1; k <= 1500; ++k) a.add(k, 1000 * k);
+    chorus::TickScale scale;
+    scale.start();
+    scale.finish();
+    std::map<uint64_t, double> held = a.held(scale, 0);
+    REQUIRE(held.size() == chorus::Arrivals::kWindow);
+    for (auto& [k, t] : held) t = 1e9 + 3.3 * static_cast<double>(k);
+    std::map<uint64_t, double> back;
+    uint64_t entries = 0;
+    auto notices = chorus::Arrivals::encode(held);
+    CHECK(notices.size() > 1);
+    for (const auto& n : notices) {
+        REQUIRE(n.size() <= 1024);
+        REQUIRE(chorus::Arrivals::decode(n, &back, &entries));
+    }
+    CHECK(entries == chorus::Arrivals::kWindow);
+    REQUIRE(back.size() == chorus::Arrivals::kWindow);
+    CHECK(back.begin()->first == 1500 - chorus::Arrivals::kWindow + 1);
+    CHECK(back.at(1500) == Approx(1e9 + 3.3 * 1500).margin(0.1));
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+"""Tables of tools/interposer-report.sh: per collective and size, the median
+over runs of chorus-mpi-timing's median_us, plain and preloaded, and the
+ratio plain / preloaded.
+
+Usage: interposer_summary.py RAW_DIR
+RAW_DIR holds plain.RUN.txt and preloaded.RUN.txt (chorus-mpi-timing output)."""
+
+import glob
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+MODES = ["plain", "preloaded"]
+
+
+def size_label(v):
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if v >= scale and v % scale == 0:
+            return f"{v // scale} {unit}"
+    return f"{v} B"
+
+
+def fmt(v):
+    return f"{v:.3g}" if v < 100 else f"{v:.0f}"
+
+
+def read_runs(raw):
+    """times[(collective, bytes)][mode] = [median_us of each run], in file order."""
+    times = defaultdict(lambda: defaultdict(list))
+    order = []
+    for mode in MODES:
+        paths = glob.glob(os.path.join(raw, mode + ".*.txt"))
+        if not paths:
+            sys.exit(f"interposer_summary: no {mode} runs in {raw}")
+        for path in paths:
+            with open(path, encoding="utf-8") as f:
+                lines = [l.split() for l in f if l.strip() and not l.startswith("#")]
+            header = lines[0]
+            for cols in lines[1:]:
+                row = dict(zip(header, cols))
+                if row["check"] != "Pass":
+                    sys.exit(f"interposer_summary: {path}: {row['collective']} {row['bytes']} B failed validation")
+                key = (row["collective"], int(row["bytes"]))
+                if key not in order:
+                    order.append(key)
+                times[key][mode].append(float(row["median_us"]))
+    return order, times
+
+
+def main():
+    order, times = read_runs(sys.argv[1])
+    slower = []
+    current = None
+    for coll, size in order:
+        if coll != current:
+            current = coll
+            print(f"\n#### {coll} (medians of runs; us per call; ratio = plain / preloaded)\n")
+            print("| size | plain MPI us | preloaded us | ratio |")
+            print("|---:|---:|---:|---:|")
+        t = times[(coll, size)]
+        if any(not t[m] for m in MODES):
+            print(f"| {size_label(size)} | missing in some runs | | |")
+            continue
+        plain, pre = statistics.median(t["plain"]), statistics.median(t["preloaded"])
+        ratio = plain / pre if pre > 0 else float("inf")
+        print(f"| {size_label(size)} | {fmt(plain)} | {fmt(pre)} | {ratio:.2f} |")
+        if ratio < 1:
+            slower.append(f"{coll} {size_label(size)} (x{pre / plain:.2f})")
+    print()
+    print("Preloaded slower (ratio < 1): " + (", ".join(slower) if slower else "none"))
+
+
+if __name__ == "__main__":
+    main()
