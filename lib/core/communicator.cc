@@ -8,7 +8,6 @@
 #include "base/log.h"
 #include "core/agreement.h"
 #include "core/trace.h"
-#include "exec/inline_run.h"
 #include "net/mpi_bootstrap.h"
 #include "net/shm/shm_transport.h"
 #include "net/ucx/ucx_retired.h"
@@ -251,62 +250,6 @@ void Communicator::check_agreement(const coll::CollArgs& args) {
     if (!msg.empty()) fail(CHORUS_ERR_MISMATCH, msg);
 }
 
-void Communicator::abort(const std::string& why) {
-    observer_.dump("chorus_comm_abort");
-    // The peers learn of it at once, whatever they are doing.
-    if (!failed_) tell_peers(CHORUS_ERR_COMM_FAILED, 0, cat("rank ", rank(), " aborted: ", why));
-    for (auto& op : ops_)
-        if (!op->finished) fail_op(*op, CHORUS_ERR_COMM_FAILED, cat("aborted: ", why), false);
-    mark_failed(0, CHORUS_ERR_COMM_FAILED, cat("aborted: ", why));
-}
-
-void Communicator::fail_op(Operation& op, chorus_result_t code, const std::string& message, bool tell) {
-    op.finished = true;
-    op.result = code;
-    op.error = cat(coll::collective_name(op.args.coll), " #", op.seq, " (", op.algorithm, ", ", op.args.count, " x ",
-                   datatype_name(op.args.dtype), ") on rank ", rank(), ": ", message);
-    op.executor->abort();
-    // The peers' state is unknown now: later operations would not match.
-    if (tell && !failed_) tell_peers(code, op.seq, op.error);
-    mark_failed(op.seq, CHORUS_ERR_COMM_FAILED, op.error);
-    observer_.end(op);
-    log(LogLevel::Error, rank(), op.error);
-}
-
-void Communicator::mark_failed(uint64_t from, chorus_result_t code, const std::string& why) {
-    if (failed_ && failed_from_ <= from) return;
-    failed_ = true;
-    failed_from_ = from;
-    failed_code_ = code;
-    failure_ = why;
-}
-
-// A notice: the code (one byte), the first operation the sender will not
-// finish (decimal, then a space), the message.
-void Communicator::tell_peers(chorus_result_t code, uint64_t from, const std::string& message) {
-    std::string notice = std::string(1, static_cast<char>(code)) + std::to_string(from) + " " + message;
-    for (int r = 0; r < size(); ++r)
-        if (r != rank()) transport_->notify(r, notice);
-    transport_->flush_notices(3000);
-}
-
-void Communicator::poll_notices() {
-    int source = -1;
-    std::string notice;
-    while (transport_->poll_notice(&source, &notice)) {
-        if (observer_.notice(source, notice)) continue;
-        const size_t space = notice.find(' ');
-        if (notice.size() < 2 || space == std::string::npos) continue;
-        auto code = static_cast<chorus_result_t>(notice[0]);
-        const uint64_t from = std::strtoull(notice.c_str() + 1, nullptr, 10);
-        std::string why = cat("rank ", source, " failed: ", notice.substr(space + 1));
-        // The sender finished every operation before `from`: those go on.
-        for (auto& op : ops_)
-            if (!op->finished && op->seq >= from) fail_op(*op, code, why, false);
-        mark_failed(from, code, why);
-    }
-}
-
 std::string Communicator::name() const {
     return cat("comm ", id_, " (", size(), " ranks)");
 }
@@ -375,52 +318,6 @@ chorus_result_t Communicator::release(Operation* op) {
         break;
     }
     return rc;
-}
-
-bool Communicator::run_inline(const coll::CollArgs& a, const void* sendbuf, void* recvbuf, void* stream,
-                              chorus_result_t* rc) {
-    if (!ops_.empty() || stream || failed_ || config_.check || !config_.inject.empty()) return false;
-    coll::CollArgs args = a;
-    fill(args);
-    Plan plan = plans_.plan(args);
-    const Schedule& s = *plan.schedule;
-    if (s.has_transfers() || s.scratch_bytes() || (sendbuf && !host_side(buffers_.device().kind(sendbuf))) ||
-        (recvbuf && !host_side(buffers_.device().kind(recvbuf))))
-        return false;
-    Resume r{next_seq_, s.uses_slots() ? next_slot_op_++ : 0, 0, 0};
-    r.record = observer_.begin_call(r.seq, args, plan.algo->name, true);
-    next_seq_ = net::next_operation_seq(next_seq_);
-    Buffers b{sendbuf, recvbuf, nullptr, r.slot_op};
-    try {
-        r.done = run_in_order(s, *transport_, b, waiter_.inline_polls());
-    } catch (const Error& e) {
-        std::string why = cat(coll::collective_name(args.coll), " #", r.seq, " (", plan.algo->name, ") on rank ",
-                              rank(), ": ", e.what());
-        tell_peers(e.code(), r.seq, why);
-        mark_failed(r.seq, CHORUS_ERR_COMM_FAILED, why);
-        last_error_ = why;
-        *rc = e.code();
-        observer_.end_inline(r.record, r.done, e.code(), why);
-        return true;
-    }
-    if (r.done == s.steps().size()) {
-        *rc = CHORUS_SUCCESS;
-        observer_.end_inline(r.record, r.done, CHORUS_SUCCESS, std::string());
-        return true;
-    }
-    // A peer is late: the rest waits as any operation does.
-    Operation* op = launch(args, plan, sendbuf, recvbuf, nullptr, &r);
-    wait(op);
-    *rc = release(op);
-    return true;
-}
-
-chorus_result_t Communicator::run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream) {
-    chorus_result_t rc;
-    if (run_inline(args, sendbuf, recvbuf, stream, &rc)) return rc;
-    Operation* op = start(args, sendbuf, recvbuf, stream);
-    wait(op);
-    return release(op);
 }
 
 }  // namespace chorus

@@ -1,7 +1,8 @@
 ! chorus.F90 - the Fortran module of Chorus: `use chorus`.
 !
-! Every call of include/chorus.h, with the same names, arguments and order,
-! as functions that return the chorus_result_t (CHORUS_SUCCESS is 0):
+! The calls of include/chorus.h (all but chorus_comm_set_label, which has no
+! binding yet), with the same names, arguments and order, as functions that
+! return the chorus_result_t (CHORUS_SUCCESS is 0):
 !
 !   rc = chorus_allreduce(sendbuf, recvbuf, count, CHORUS_FLOAT64, CHORUS_SUM, comm, c_null_ptr)
 !

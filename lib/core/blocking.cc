@@ -1,0 +1,57 @@
+// Blocking calls: run in the calling thread when nothing waits (a schedule
+// without messages on host buffers, no operation in flight), else started,
+// waited for and released as any operation.
+#include <string>
+
+#include "core/communicator.h"
+#include "exec/inline_run.h"
+
+namespace chorus {
+
+bool Communicator::run_inline(const coll::CollArgs& a, const void* sendbuf, void* recvbuf, void* stream,
+                              chorus_result_t* rc) {
+    if (!ops_.empty() || stream || failed_ || config_.check || !config_.inject.empty()) return false;
+    coll::CollArgs args = a;
+    fill(args);
+    Plan plan = plans_.plan(args);
+    const Schedule& s = *plan.schedule;
+    if (s.has_transfers() || s.scratch_bytes() || (sendbuf && !host_side(buffers_.device().kind(sendbuf))) ||
+        (recvbuf && !host_side(buffers_.device().kind(recvbuf))))
+        return false;
+    Resume r{next_seq_, s.uses_slots() ? next_slot_op_++ : 0, 0, 0};
+    r.record = observer_.begin_call(r.seq, args, plan.algo->name, true);
+    next_seq_ = net::next_operation_seq(next_seq_);
+    Buffers b{sendbuf, recvbuf, nullptr, r.slot_op};
+    try {
+        r.done = run_in_order(s, *transport_, b, waiter_.inline_polls());
+    } catch (const Error& e) {
+        std::string why = cat(coll::collective_name(args.coll), " #", r.seq, " (", plan.algo->name, ") on rank ",
+                              rank(), ": ", e.what());
+        tell_peers(e.code(), r.seq, why);
+        mark_failed(r.seq, CHORUS_ERR_COMM_FAILED, why);
+        last_error_ = why;
+        *rc = e.code();
+        observer_.end_inline(r.record, r.done, e.code(), why);
+        return true;
+    }
+    if (r.done == s.steps().size()) {
+        *rc = CHORUS_SUCCESS;
+        observer_.end_inline(r.record, r.done, CHORUS_SUCCESS, std::string());
+        return true;
+    }
+    // A peer is late: the rest waits as any operation does.
+    Operation* op = launch(args, plan, sendbuf, recvbuf, nullptr, &r);
+    wait(op);
+    *rc = release(op);
+    return true;
+}
+
+chorus_result_t Communicator::run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream) {
+    chorus_result_t rc;
+    if (run_inline(args, sendbuf, recvbuf, stream, &rc)) return rc;
+    Operation* op = start(args, sendbuf, recvbuf, stream);
+    wait(op);
+    return release(op);
+}
+
+}  // namespace chorus
