@@ -25,7 +25,12 @@ bool Waiter::after_pass(bool moved) {
         idle_polls_ = 0;
         return false;
     }
-    return (++idle_polls_ & 1023) == 0;
+    // While spinning, a pass is a few polls: the idle check (a clock read,
+    // the peers' notices) every 1024 of them. Once each pass yields or naps,
+    // a pass can take a time slice on a busy host, and 1024 of them seconds:
+    // check every 16.
+    ++idle_polls_;
+    return (idle_polls_ & (idle_polls_ > spin_ ? 15u : 1023u)) == 0;
 }
 
 void Waiter::pause(unsigned idle) const {

@@ -27,7 +27,9 @@ void Segment::init(void* mem, int local) {
         a->done.store(0, std::memory_order_relaxed);
         for (auto& slot : a->slots) slot.op.store(0, std::memory_order_relaxed);
     }
-    std::atomic_thread_fence(std::memory_order_release);
+    // No fence here: the peers learn the segment's name only through the
+    // bootstrap's all-gather that follows, which orders these stores before
+    // their first access.
 }
 
 QueueHeader* Segment::queue(int i) const {
