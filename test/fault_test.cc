@@ -1,11 +1,14 @@
-// A peer dies (SIGKILL) or stops (SIGSTOP) in the middle of a run of
-// all-reduces; every survivor must return an error promptly whose message
-// names that peer ("rank N", N the victim: the last rank), and every later
-// call must say the communicator failed. Each survivor writes its verdict to
+// A peer dies (SIGKILL), stops (SIGSTOP) or exits abruptly (_exit, without
+// MPI_Finalize or Chorus's teardown) in the middle of a run of all-reduces;
+// every survivor must return an error promptly whose message names that
+// peer ("rank N", N the victim: the last rank), and every later call must
+// say the communicator failed. Each survivor writes its verdict to
 // DIR/rank-N.txt for test/run_fault.sh to check (after a rank dies, MPI
-// itself can no longer be trusted to collect results).
+// itself can no longer be trusted to collect results). COUNT floats per
+// all-reduce (default 2^20, over UCX); a few go through the shared segment
+// of the ranks of one host, where only the dead process itself tells.
 //
-//   fault_test kill|stop DIR
+//   fault_test kill|stop|exit DIR [COUNT]
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
@@ -13,7 +16,9 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "chorus.h"
@@ -34,11 +39,20 @@ bool names_rank(const std::string& message, int peer) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 3) {
-        std::fprintf(stderr, "usage: fault_test kill|stop DIR\n");
+    if (argc != 3 && argc != 4) {
+        std::fprintf(stderr, "usage: fault_test kill|stop|exit DIR [COUNT]\n");
         return 2;
     }
     std::string mode = argv[1], dir = argv[2];
+    const long count = argc == 4 ? std::atol(argv[3]) : 1L << 20;
+    if (count <= 0) {
+        std::fprintf(stderr, "fault_test: COUNT must be a positive number, not '%s'\n", argv[3]);
+        return 2;
+    }
+    if (mode != "kill" && mode != "stop" && mode != "exit") {
+        std::fprintf(stderr, "fault_test: unknown mode '%s' (kill, stop or exit)\n", mode.c_str());
+        return 2;
+    }
     MPI_Init(&argc, &argv);
     int rank = 0, size = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -52,11 +66,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "create failed: %s\n", chorus_comm_last_error(nullptr));
         return 1;
     }
-    std::vector<float> buf(1 << 20, 1.0f);
+    std::vector<float> buf(static_cast<size_t>(count), 1.0f);
     chorus_result_t rc =
         chorus_allreduce(buf.data(), buf.data(), buf.size(), CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == victim) raise(mode == "kill" ? SIGKILL : SIGSTOP);
+    if (rank == victim) {
+        if (mode == "exit") _exit(1);
+        raise(mode == "kill" ? SIGKILL : SIGSTOP);
+    }
 
     auto t0 = std::chrono::steady_clock::now();
     int calls = 0;
@@ -70,21 +87,34 @@ int main(int argc, char** argv) {
     chorus_result_t later = chorus_allreduce(&x, &x, 1, CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
 
     bool expected_code =
-        mode == "kill" ? rc == CHORUS_ERR_PEER_FAILED : rc == CHORUS_ERR_TIMEOUT || rc == CHORUS_ERR_PEER_FAILED;
+        mode != "stop" ? rc == CHORUS_ERR_PEER_FAILED : rc == CHORUS_ERR_TIMEOUT || rc == CHORUS_ERR_PEER_FAILED;
     bool names_peer = names_rank(message, victim);
     // Destroying the communicator returns, though a peer is dead or stopped.
     bool destroyed = chorus_comm_destroy(comm) == CHORUS_SUCCESS;
     bool ok = expected_code && names_peer && later == CHORUS_ERR_COMM_FAILED && destroyed;
-    std::string path = dir + "/rank-" + std::to_string(rank) + ".txt";
-    if (FILE* f = std::fopen(path.c_str(), "w")) {
+    // Written under another name first: a verdict is there whole or not at all.
+    std::string path = dir + "/rank-" + std::to_string(rank) + ".txt", part = path + ".part";
+    if (FILE* f = std::fopen(part.c_str(), "w")) {
         std::fprintf(f, "%s rank %d: %s after %.3f s (%d calls); later call: %s; destroy %s;%s message: %s\n",
                      ok ? "ok" : "FAIL", rank, chorus_get_error_string(rc), seconds, calls,
                      chorus_get_error_string(later), destroyed ? "returned" : "failed",
                      names_peer ? "" : (" the message does not name rank " + std::to_string(victim) + ";").c_str(),
                      message.c_str());
         std::fclose(f);
+        std::rename(part.c_str(), path.c_str());
     }
-    // The stopped victim never resumes: end it so that mpirun can finish.
+    // Every survivor stays until all have written their verdicts (at most
+    // 30 s): one that ended first would be a second dead peer to those still
+    // waiting, whose messages must name the victim.
+    for (int r = 0, waited = 0; r < victim && waited < 3000; ++waited) {
+        const std::string theirs = dir + "/rank-" + std::to_string(r) + ".txt";
+        if (access(theirs.c_str(), F_OK) == 0)
+            ++r;
+        else
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    // The stopped victim never resumes: end it so that the launcher can
+    // finish (MPICH's hydra then ends every rank, all verdicts written).
     if (rank == 0 && mode == "stop") kill(victim_pid, SIGKILL);
     _exit(0);
 }

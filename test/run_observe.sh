@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs test/observe in one mode under mpirun and checks what the ranks
-# printed (or, for traces, wrote).
+# Runs test/observe in one mode under the MPI launcher and checks what the
+# ranks printed (or, for traces, wrote). TEST_MPI_ENV_FLAG (-x, or hydra's
+# -genv) passes variables to the ranks.
 # Usage: run_observe.sh MPIRUN OBSERVE MODE SOURCE_ROOT
 set -u
 mpirun=$1 prog=$2 mode=$3 src=$4
+x=${TEST_MPI_ENV_FLAG:--x}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 out=$dir/out.log
@@ -30,20 +32,20 @@ case $mode in
     count 2 'flight record of'
     ;;
   hang)
-    run 3 -x CHORUS_HANG_WARN_S=1
+    run 3 "$x" CHORUS_HANG_WARN_S=1
     count 1 'hang report:'
     want 'hang report: allreduce #1 on comm [0-9]* (3 ranks) "CG dot product": .*wait.* for rank 2; rank 2 does not answer'
     want '^\[chorus record rank 0\] flight record of .*(hang warning)'
     ;;
   disagree)
-    run 2 -x CHORUS_HANG_WARN_S=1 -x CHORUS_TIMEOUT_MS=5000 -x CHORUS_SHM_EAGER=0 \
-      -x CHORUS_ALGO=reduce=binomial,bcast=binomial
+    run 2 "$x" CHORUS_HANG_WARN_S=1 "$x" CHORUS_TIMEOUT_MS=5000 "$x" CHORUS_SHM_EAGER=0 \
+      "$x" CHORUS_ALGO=reduce=binomial,bcast=binomial
     count 1 'hang report:'
     want 'hang report: ranks disagree: 0 is in reduce #0, 1 in bcast #0'
     want 'flight record of .*(timeout)'
     ;;
   stragglers)
-    run 3 -x CHORUS_LOG=info
+    run 3 "$x" CHORUS_LOG=info
     want '^\[chorus info rank 0\] stragglers on comm [0-9]* (3 ranks) over the last 40 operations'
     # The late rank comes first (the last to arrive most often), late by
     # milliseconds (it sleeps 2 ms; the others are late by noise).
@@ -53,7 +55,7 @@ case $mode in
     want 'histogram of lateness'
     ;;
   trace)
-    run 2 -x CHORUS_TRACE="$dir/trace"
+    run 2 "$x" CHORUS_TRACE="$dir/trace"
     /usr/bin/python3 "$src/test/check_trace.py" "$dir/trace" 2 >>"$out" 2>&1 || fail "check_trace failed"
     "$src/tools/chorus-trace" "$dir/trace" -o "$dir/trace.png" --json "$dir/merged.json" >>"$out" 2>&1 ||
       fail "chorus-trace failed"

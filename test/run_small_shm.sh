@@ -2,9 +2,10 @@
 # Runs an MPI program with a /dev/shm too small for Chorus's shared-memory
 # segments (a tmpfs of 64 KiB in a mount namespace of its own): creation must
 # not die with SIGBUS at the first touch of a segment but say why and carry
-# every message over UCX instead. Open MPI's and UCX's own shared memory go to
-# /tmp meanwhile. Needs root; skips (77) where a mount namespace cannot be made.
-# Usage: run_small_shm.sh MPIRUN PROGRAM ARGS...
+# every message over UCX instead. The MPI's and UCX's own shared memory go to
+# /tmp meanwhile (the launcher's options that say so come first in ARGS).
+# Needs root; skips (77) where a mount namespace cannot be made.
+# Usage: run_small_shm.sh MPIRUN ARGS...   (run as MPIRUN -np 2 ARGS...)
 mpirun=$1
 shift
 if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2>/dev/null; then
@@ -15,7 +16,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 unshare -m sh -c '
     mount -t tmpfs -o size=64k tmpfs /dev/shm || exit 77
-    exec "$@"' sh "$mpirun" -np 2 --mca btl_vader_backing_directory /tmp -x UCX_POSIX_DIR=/tmp "$@" >"$out" 2>&1
+    exec "$@"' sh "$mpirun" -np 2 "$@" >"$out" 2>&1
 rc=$?
 cat "$out"
 [ "$rc" -eq 77 ] && exit 77

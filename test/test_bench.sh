@@ -1,5 +1,5 @@
 #!/bin/sh
-# Checks of chorus-bench under mpirun.
+# Checks of chorus-bench under the MPI launcher.
 #
 # Usage: test_bench.sh MPIRUN CHORUS_BENCH MODE
 #   options  bad command lines exit 2 with a usage message; -h exits 0
@@ -19,8 +19,11 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 failures=0
 
-# MPI_EXTRA: more mpirun arguments (unquoted, split on spaces).
+# MPI_EXTRA: more launcher arguments (unquoted, split on spaces).
+# TEST_MPI_ENV_FLAG: how the launcher passes NAME=VALUE to the ranks (Open
+# MPI's -x, MPICH hydra's -genv).
 MPI_EXTRA=""
+ENV_FLAG=${TEST_MPI_ENV_FLAG:--x}
 run() {
     # shellcheck disable=SC2086
     "$MPIRUN" -np "$NP" $MPI_EXTRA "$BENCH" "$@" >"$TMP/out" 2>"$TMP/err"
@@ -95,7 +98,7 @@ options)
 fail)
     CHORUS_BENCH_CORRUPT=1
     export CHORUS_BENCH_CORRUPT
-    MPI_EXTRA="-x CHORUS_BENCH_CORRUPT"
+    MPI_EXTRA="$ENV_FLAG CHORUS_BENCH_CORRUPT=1"
     # The checker is rank 0, or the root where only the root has output.
     for args in "allreduce" "gatherv -k $((NP - 1))" "alltoall -n" "barrier"; do
         # shellcheck disable=SC2086

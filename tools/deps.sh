@@ -2,7 +2,10 @@
 # Install what Chorus needs from Debian's packages, if anything is missing.
 # Run as root (or with sudo available) on Debian 12.
 set -euo pipefail
-pkgs=(g++ meson ninja-build pkg-config libopenmpi-dev openmpi-bin libucx-dev catch2 python3 python3-matplotlib)
+# MPICH beside Open MPI (for the -Dmpi=mpich build; the mpi alternatives stay
+# on Open MPI), and gfortran for the interposer's Fortran tests.
+pkgs=(g++ gfortran meson ninja-build pkg-config libopenmpi-dev openmpi-bin mpich libmpich-dev libucx-dev catch2 python3
+  python3-matplotlib)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

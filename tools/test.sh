@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Every test: installs missing packages, then builds from scratch three ways,
+# Every test: installs missing packages, then builds from scratch five ways,
 # each with warnings as errors, and runs the test suites:
 #   build/         default configuration (CUDA if nvcc is found): every suite
 #   build-nocuda/  -Dcuda=disabled: unit and mpi suites
 #   build-asan/    AddressSanitizer + UBSan: unit and loopback suites
 #   build-tsan/    ThreadSanitizer: the thread tests (suite threads)
+#   build-mpich/   -Dmpi=mpich -Dcuda=disabled, under MPICH's mpiexec: unit,
+#                  mpi and interposer suites
 # Usage: tools/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
 source tools/env.sh
-rm -rf build build-nocuda build-asan build-tsan
+rm -rf build build-nocuda build-asan build-tsan build-mpich
 
 meson setup build -Dwerror=true
 meson compile -C build
@@ -33,3 +35,7 @@ meson setup build-tsan -Dcuda=disabled -Dbuildtype=debugoptimized -Db_sanitize=t
 meson compile -C build-tsan test/test_loopback test/test_mpi_dropin test/interposer/interposer_dropin lib/mpi/chorus_mpi
 TSAN_OPTIONS="suppressions=$PWD/test/tsan.supp halt_on_error=1" UCX_MEM_EVENTS=no \
   meson test -C build-tsan --no-rebuild --print-errorlogs --suite threads --timeout-multiplier 2
+
+meson setup build-mpich -Dmpi=mpich -Dcuda=disabled -Dwerror=true
+meson compile -C build-mpich
+meson test -C build-mpich --print-errorlogs --suite unit --suite mpi --suite interposer

@@ -185,14 +185,13 @@ int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
             if (host.failed()) return host.raise(fn, comm);
             std::vector<char> staged(l.bytes);
             int pos = 0, rc;
-            if (is_root && (rc = PMPI_Pack(user, count, type, staged.data(), bytes, &pos, comm)) != MPI_SUCCESS)
-                return rc;
+            if (is_root && (rc = pack(user, count, type, staged.data(), bytes, &pos, comm)) != MPI_SUCCESS) return rc;
             rc = run_chorus(fn, comm, cc, [&] {
                 return chorus_broadcast(staged.data(), staged.data(), l.bytes, CHORUS_UINT8, root, cc, nullptr);
             });
             if (rc != MPI_SUCCESS || is_root) return rc;
             pos = 0;
-            if ((rc = PMPI_Unpack(staged.data(), bytes, &pos, user, count, type, comm)) != MPI_SUCCESS) return rc;
+            if ((rc = unpack(staged.data(), bytes, &pos, user, count, type, comm)) != MPI_SUCCESS) return rc;
             return host.finish() ? MPI_SUCCESS : host.raise(fn, comm);
         });
 }
@@ -246,7 +245,7 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
                 if (!rl.direct) {
                     pos = static_cast<int>(block * me);
                     const char* mine = user + static_cast<MPI_Aint>(me) * recvcount * rl.extent;
-                    if ((rc = PMPI_Pack(mine, recvcount, recvtype, all, static_cast<int>(block * p), &pos, comm)) !=
+                    if ((rc = pack(mine, recvcount, recvtype, all, static_cast<int>(block * p), &pos, comm)) !=
                         MPI_SUCCESS)
                         return rc;
                 }
@@ -255,8 +254,8 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
                 if (!packable(block)) return too_large(fn, comm, block);
                 staged_send.resize(block);
                 pos = 0;
-                if ((rc = PMPI_Pack(user_send, sendcount, sendtype, staged_send.data(), static_cast<int>(block), &pos,
-                                    comm)) != MPI_SUCCESS)
+                if ((rc = pack(user_send, sendcount, sendtype, staged_send.data(), static_cast<int>(block), &pos,
+                               comm)) != MPI_SUCCESS)
                     return rc;
                 send = staged_send.data();
             }
@@ -267,8 +266,8 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
             for (size_t i = 0; i < p; ++i) {
                 pos = 0;
                 char* dst = user + static_cast<MPI_Aint>(i) * recvcount * rl.extent;
-                if ((rc = PMPI_Unpack(all + block * i, static_cast<int>(block), &pos, dst, recvcount, recvtype,
-                                      comm)) != MPI_SUCCESS)
+                if ((rc = unpack(all + block * i, static_cast<int>(block), &pos, dst, recvcount, recvtype, comm)) !=
+                    MPI_SUCCESS)
                     return rc;
             }
             return host.finish() ? MPI_SUCCESS : host.raise(fn, comm);

@@ -1,20 +1,33 @@
-// Fortran entry points. Open MPI's Fortran bindings (mpif.h, `use mpi`,
-// `use mpi_f08`) call PMPI_* directly, so the C definitions never see
-// Fortran calls: these names take their place. They convert the handles and
-// the sentinels as Open MPI's own wrappers do, then share the C path (and
-// its statistics). Every argument comes by reference; `ierr` may be absent
-// (a null pointer) in the mpi_f08 bindings.
+// Fortran entry points, for Open MPI only. Open MPI's Fortran bindings
+// (mpif.h, `use mpi`, `use mpi_f08`) call PMPI_* directly, so the C
+// definitions never see Fortran calls: these names take their place. They
+// convert the handles and the sentinels as Open MPI's own wrappers do, then
+// share the C path (and its statistics). Every argument comes by reference;
+// `ierr` may be absent (a null pointer) in the mpi_f08 bindings.
 //
 // gfortran names a subroutine mpi_allreduce_; other compilers and Open MPI
 // builds use mpi_allreduce, mpi_allreduce__ or MPI_ALLREDUCE, so all four
 // are defined. The mpi_f08 module calls mpi_allreduce_f08_, whose arguments
 // are laid out the same way (a TYPE(MPI_Comm) is one INTEGER).
+//
+// MPICH (and the MPIs built from it) needs none of this: its Fortran
+// wrappers turn its own sentinels into the C ones and then call the C
+// MPI_Allreduce (not PMPI_Allreduce), which this library already defines.
+// In libmpichfort, mpi_allreduce_ (mpif.h, `use mpi`; MPI_BOTTOM and
+// MPI_IN_PLACE live in the common block MPIPRIV1) and mpi_allreduce_f08ts_
+// (mpi_f08; the variables MPIR_F08_MPI_BOTTOM and MPIR_F08_MPI_IN_PLACE)
+// both end in a call to MPI_Allreduce@plt. Defining the Fortran names there
+// would take the place of MPICH's wrappers and see its sentinels as
+// ordinary buffers: wrong data for MPI_IN_PLACE, a stray address for
+// MPI_BOTTOM. So the names are defined where mpi.h says it is Open MPI.
 #include <dlfcn.h>
 
 #include <type_traits>
 #include <vector>
 
-#include "interposer.h"
+#include "interposer.h"  // and mpi.h, which says which MPI this is
+
+#if defined(OPEN_MPI)
 
 namespace {
 
@@ -236,3 +249,5 @@ CHORUS_FORTRAN(mpi_scatterv, MPI_SCATTERV, f_scatterv,
                 MPI_Fint* c, MPI_Fint* e),
                (s, sn, d, st, r, rn, rt, root, c, e))
 CHORUS_FORTRAN(mpi_barrier, MPI_BARRIER, f_barrier, (MPI_Fint* c, MPI_Fint* e), (c, e))
+
+#endif  // OPEN_MPI

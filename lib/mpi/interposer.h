@@ -125,6 +125,11 @@ struct Layout {
 // False for MPI_DATATYPE_NULL or a negative count (left to PMPI to report).
 bool layout_of(MPI_Datatype type, int count, Layout* out);
 
+// PMPI_Pack and PMPI_Unpack, with the same arguments, that also take
+// MPI_BOTTOM as the user's buffer (MPICH's own refuse it).
+int pack(const void* inbuf, int count, MPI_Datatype type, void* outbuf, int outsize, int* position, MPI_Comm comm);
+int unpack(const void* inbuf, int insize, int* position, void* outbuf, int count, MPI_Datatype type, MPI_Comm comm);
+
 // ---------------------------------------------------------------------------
 // Host staging of device buffers (staging.cc)
 

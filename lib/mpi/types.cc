@@ -171,6 +171,44 @@ bool layout_of(MPI_Datatype type, int count, Layout* out) {
     return true;
 }
 
+namespace {
+
+// MPICH (4.0.2 and 4.1 at least: pmodels/mpich#6410) takes MPI_BOTTOM, its
+// null pointer, for a null buffer in MPI_Pack and MPI_Unpack and fails the
+// call, although its collectives take MPI_BOTTOM as MPI defines it. The same
+// bytes are named from a base that is not null: one element of the datatype
+// wrapped at the displacement that leads from that base back to address 0.
+const char kBase = 0;
+
+template <typename Call>
+int from_bottom(int count, MPI_Datatype type, Call&& call) {
+    MPI_Aint base = 0;
+    int rc = PMPI_Get_address(&kBase, &base);
+    if (rc != MPI_SUCCESS) return rc;
+    MPI_Aint to_bottom = -base;
+    MPI_Datatype at_bottom = MPI_DATATYPE_NULL;
+    if ((rc = PMPI_Type_create_hindexed(1, &count, &to_bottom, type, &at_bottom)) != MPI_SUCCESS) return rc;
+    if ((rc = PMPI_Type_commit(&at_bottom)) == MPI_SUCCESS) rc = call(&kBase, at_bottom);
+    PMPI_Type_free(&at_bottom);
+    return rc;
+}
+
+}  // namespace
+
+int pack(const void* inbuf, int count, MPI_Datatype type, void* outbuf, int outsize, int* position, MPI_Comm comm) {
+    if (inbuf != MPI_BOTTOM || count <= 0) return PMPI_Pack(inbuf, count, type, outbuf, outsize, position, comm);
+    return from_bottom(count, type, [&](const void* base, MPI_Datatype t) {
+        return PMPI_Pack(base, 1, t, outbuf, outsize, position, comm);
+    });
+}
+
+int unpack(const void* inbuf, int insize, int* position, void* outbuf, int count, MPI_Datatype type, MPI_Comm comm) {
+    if (outbuf != MPI_BOTTOM || count <= 0) return PMPI_Unpack(inbuf, insize, position, outbuf, count, type, comm);
+    return from_bottom(count, type, [&](const void* base, MPI_Datatype t) {
+        return PMPI_Unpack(inbuf, insize, position, const_cast<void*>(base), 1, t, comm);
+    });
+}
+
 // A thread's last mapping. Only predefined types and ops map, and their
 // handles live as long as MPI, so a remembered pair never goes stale.
 bool map_reduction(MPI_Datatype type, MPI_Op op, chorus_datatype_t* dt, chorus_op_t* cop) {

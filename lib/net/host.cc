@@ -1,9 +1,12 @@
 #include "net/host.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 
 namespace chorus::net {
@@ -35,8 +38,26 @@ const std::string& host_identity() {
     return id;
 }
 
+// Gone (kill says ESRCH), or ended and not yet reaped: a zombie. The
+// launcher is the parent of the ranks and may reap a dead one late; MPICH's
+// hydra (4.0.2) reaps it only when the whole job ends, so kill() alone would
+// take a dead peer for a live one until the timeout.
 bool process_gone(int pid) {
-    return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+    if (pid <= 0) return false;
+    if (kill(pid, 0) != 0) return errno == ESRCH;
+    char path[32];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT;
+    char stat[512];
+    const ssize_t n = read(fd, stat, sizeof stat - 1);
+    close(fd);
+    if (n <= 0) return false;
+    stat[n] = '\0';
+    // "pid (comm) state ...": the name may hold ')' itself; the state is
+    // after the last one.
+    const char* end = std::strrchr(stat, ')');
+    return end && end[1] == ' ' && (end[2] == 'Z' || end[2] == 'X');
 }
 
 }  // namespace chorus::net

@@ -13,8 +13,10 @@ namespace chorus::net {
 // This process's host identity: host name, boot id and PID namespace.
 const std::string& host_identity();
 
-// Whether the process `pid` of a peer with the same host identity is gone
-// (false when it lives or when that cannot be told).
+// Whether the process `pid` of a peer with the same host identity is gone:
+// no longer there, or ended and not yet reaped by its parent (a zombie).
+// False when it lives (stopped included) or when that cannot be told. Asked
+// only while an operation is stalled.
 bool process_gone(int pid);
 
 }  // namespace chorus::net

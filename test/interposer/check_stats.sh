@@ -7,7 +7,10 @@ mpirun=$1 np=$2 lib=$3 prog=$4
 shift 4
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$mpirun" -np "$np" -x "LD_PRELOAD=$lib" -x CHORUS_LOG=info "$prog" >"$out" 2>&1
+# TEST_MPI_ENV_FLAG: how the launcher passes NAME=VALUE to the ranks only
+# (Open MPI's -x, MPICH hydra's -genv).
+flag=${TEST_MPI_ENV_FLAG:--x}
+"$mpirun" -np "$np" "$flag" "LD_PRELOAD=$lib" "$flag" CHORUS_LOG=info "$prog" >"$out" 2>&1
 rc=$?
 cat "$out"
 [ "$rc" -eq 0 ] || { echo "check_stats: $prog failed ($rc)"; exit 1; }

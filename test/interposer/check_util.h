@@ -29,7 +29,7 @@ struct Ctx {
     int rank;
     int size;
     Tally& tally;
-    bool plain_mpi;  // the calls go to Open MPI itself (control, or passed through)
+    bool plain_mpi;  // the calls go to MPI itself (control, or passed through)
     int failures = 0;
     uint64_t seed = 1000;
 

@@ -1,7 +1,9 @@
-! Fortran calls (use mpi) to the intercepted collectives, with MPI_IN_PLACE,
-! checked against references, and counted: every call below must have run
-! through Chorus when libchorus_mpi.so is preloaded. Floating results are
-! exact, so they are compared bit for bit.
+! Fortran calls (use mpi) to the intercepted collectives, with MPI_IN_PLACE
+! and MPI_BOTTOM, checked against references, and counted: every call counted
+! in `calls` must have run through Chorus when libchorus_mpi.so is preloaded,
+! and no other. Floating results are exact, so they are compared bit for bit.
+! (mpif.h reaches the same entry points and sentinels as `use mpi`, in Open
+! MPI and in MPICH alike.)
 program fortran_calls
   use mpi
   use iso_c_binding, only: c_long_long
@@ -21,6 +23,10 @@ program fortran_calls
   real :: rvals(4)
   logical :: flag, both
   integer(c_long_long) :: before, after
+  integer, volatile :: bb(4)
+  integer, allocatable, volatile :: gathered(:)
+  integer :: btype, gtype
+  integer(kind=MPI_ADDRESS_KIND) :: baddr(1), gaddr(1)
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -183,6 +189,37 @@ program fortran_calls
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
   calls = calls + 1
   call expect(ierr == MPI_SUCCESS, 'MPI_BARRIER')
+  ! MPI_BOTTOM: datatypes that hold the absolute addresses of bb and of
+  ! gathered. Broadcast and all-gather move any datatype through Chorus
+  ! (packed and unpacked), which must get MPI_BOTTOM, not the address of
+  ! Fortran's stand-in for it. bb and gathered are VOLATILE: the compiler
+  ! cannot see that these calls read and write them.
+  call MPI_Get_address(bb, baddr(1), ierr)
+  call MPI_Type_create_hindexed(1, [4], baddr, MPI_INTEGER, btype, ierr)
+  call MPI_Type_commit(btype, ierr)
+  bb = [(100 * rank + i, i = 1, 4)]
+  call MPI_Bcast(MPI_BOTTOM, 1, btype, np - 1, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. all(bb == [(100 * (np - 1) + i, i = 1, 4)]), 'MPI_BCAST at MPI_BOTTOM')
+  bb = [(rank + i, i = 1, 4)]
+  allocate(gathered(4 * np + 1))
+  gathered = -1
+  call MPI_Allgather(MPI_BOTTOM, 1, btype, gathered, 4, MPI_INTEGER, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. all(gathered(1:4 * np) == [((r + i, i = 1, 4), r = 0, np - 1)]) .and. &
+              all(gathered(4 * np + 1:) == -1), 'MPI_ALLGATHER from MPI_BOTTOM')
+  ! Into MPI_BOTTOM: rank r's block lands one extent (4 integers) after
+  ! rank r-1's, from the address of gathered(2).
+  call MPI_Get_address(gathered(2), gaddr(1), ierr)
+  call MPI_Type_create_hindexed(1, [4], gaddr, MPI_INTEGER, gtype, ierr)
+  call MPI_Type_commit(gtype, ierr)
+  gathered = -1
+  call MPI_Allgather(bb, 4, MPI_INTEGER, MPI_BOTTOM, 1, gtype, MPI_COMM_WORLD, ierr)
+  calls = calls + 1
+  call expect(ierr == MPI_SUCCESS .and. gathered(1) == -1 .and. &
+              all(gathered(2:4 * np + 1) == [((r + i, i = 1, 4), r = 0, np - 1)]), 'MPI_ALLGATHER into MPI_BOTTOM')
+  call MPI_Type_free(btype, ierr)
+  call MPI_Type_free(gtype, ierr)
 
   after = intercepted_calls()
   if (after < 0) then

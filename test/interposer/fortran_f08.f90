@@ -1,5 +1,6 @@
-! The same through the mpi_f08 module, whose calls reach the library under
-! other names (mpi_allreduce_f08_ ...).
+! The same through the mpi_f08 module, with MPI_IN_PLACE and MPI_BOTTOM,
+! whose calls reach the library under other names (Open MPI:
+! mpi_allreduce_f08_ ...; MPICH: the C MPI_Allreduce ...).
 program fortran_f08
   use mpi_f08
   use iso_c_binding, only: c_long_long
@@ -11,10 +12,14 @@ program fortran_f08
       integer(c_long_long) :: n
     end function
   end interface
-  integer :: rank, np, i, failures, anyfail
+  integer :: rank, np, i, r, failures, anyfail
   integer :: ivals(4), isum(4)
   double precision :: d(2)
   integer(c_long_long) :: before, after
+  integer, volatile :: bb(4)
+  integer, allocatable, volatile :: got(:)
+  integer(kind=MPI_ADDRESS_KIND) :: baddr(1)
+  type(MPI_Datatype) :: btype, gtype
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -32,8 +37,29 @@ program fortran_f08
   call MPI_Bcast(ivals, 4, MPI_INTEGER, np - 1, MPI_COMM_WORLD)
   if (any(ivals /= np - 1)) call fail('MPI_Bcast')
 
+  ! MPI_BOTTOM with datatypes holding absolute addresses (bb and got are
+  ! VOLATILE: the compiler cannot see these calls read and write them): the
+  ! broadcast packs at the root and unpacks elsewhere, the all-gather unpacks
+  ! each rank's block one extent after the last.
+  call MPI_Get_address(bb, baddr(1))
+  call MPI_Type_create_hindexed(1, [4], baddr, MPI_INTEGER, btype)
+  call MPI_Type_commit(btype)
+  bb = [(10 * rank + i, i = 1, 4)]
+  call MPI_Bcast(MPI_BOTTOM, 1, btype, 0, MPI_COMM_WORLD)
+  if (any(bb /= [(i, i = 1, 4)])) call fail('MPI_Bcast at MPI_BOTTOM')
+  allocate(got(4 * np))
+  call MPI_Get_address(got, baddr(1))
+  call MPI_Type_create_hindexed(1, [4], baddr, MPI_INTEGER, gtype)
+  call MPI_Type_commit(gtype)
+  bb = [(rank + i, i = 1, 4)]
+  got = -1
+  call MPI_Allgather(bb, 4, MPI_INTEGER, MPI_BOTTOM, 1, gtype, MPI_COMM_WORLD)
+  if (any(got /= [((r + i, i = 1, 4), r = 0, np - 1)])) call fail('MPI_Allgather into MPI_BOTTOM')
+  call MPI_Type_free(btype)
+  call MPI_Type_free(gtype)
+
   after = intercepted_calls()
-  if (after - before /= 3) call fail('interception count')
+  if (after - before /= 5) call fail('interception count')
   call MPI_Allreduce(failures, anyfail, 1, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD)
   if (rank == 0) print '(a, i0, a)', 'fortran (use mpi_f08) at np=', np, merge(' passed', ' FAILED', anyfail == 0)
   call MPI_Finalize()

@@ -38,6 +38,17 @@ enum class Place { Host, Device, Managed };
 
 int g_rank = 0, g_size = 1, g_failures = 0;
 bool g_host_only = false;
+bool g_pass = false;  // every call goes to MPI itself
+
+// The root of the in-place MPI_Reduce: the last rank, except where MPI's own
+// in-place reduce at a root other than 0 crashes and the call goes to MPI
+// (MPICH 4.0 to 4.1.1, ranks on one host: pmodels/mpich#6540).
+int in_place_reduce_root() {
+#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION >= 40000000 && MPICH_NUMVERSION < 40102000
+    if (g_pass) return 0;
+#endif
+    return g_size - 1;
+}
 
 void fail(const std::string& what) {
     std::fprintf(stderr, "rank %d: FAIL %s\n", g_rank, what.c_str());
@@ -194,12 +205,13 @@ void all_calls(Place place, uint64_t seed, const char* label) {
             expect(rc, tag + "MPI_Allreduce MAXLOC ranks" + at, gi, wi);
         }
         {  // MPI_Reduce MPI_DOUBLE SUM to the last rank; in place there
-            const int root = p - 1;
+            int root = p - 1;
             Mem in(place, n * 8), out(place, n * 8);
             in.put(doubles(seed + 2, me, n));
             int rc = MPI_Reduce(in.get(), me == root ? out.get() : nullptr, static_cast<int>(n), MPI_DOUBLE, MPI_SUM,
                                 root, MPI_COMM_WORLD);
             if (me == root) expect(rc, tag + "MPI_Reduce" + at, out.read<double>(n), double_sum(seed + 2, n));
+            root = in_place_reduce_root();
             rc = MPI_Reduce(me == root ? MPI_IN_PLACE : in.get(), me == root ? in.get() : nullptr, static_cast<int>(n),
                             MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
             if (me == root)
@@ -286,6 +298,7 @@ int main(int argc, char** argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
     const std::string mode = argc > 1 ? argv[1] : "";
     g_host_only = argc > 2 && std::string(argv[2]) == "--host";
+    g_pass = mode == "pass";
     std::string why;
     const int mine = g_host_only || gpu::available(&why) ? 1 : 0;
     int all = 0;

@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
         failures += progress_check(rank, size, intercepted);
     } else if (mode == "preload" || mode == "control" || mode == "none" || mode == "multiple") {
         const unsigned long long in0 = intercepted ? intercepted() : 0, out0 = passed ? passed() : 0;
-        // Every call goes to Open MPI itself in these modes.
+        // Every call goes to MPI itself in these modes.
         const bool none = mode == "none";
         if (mode == "multiple" && provided != MPI_THREAD_MULTIPLE) fail("MPI_THREAD_MULTIPLE was not provided");
         checks::Tally tally;

@@ -26,8 +26,8 @@ struct Tally {
 
 // Every check on MPI_COMM_WORLD and communicators derived from it. Returns
 // the number of failures on this rank (each is printed to stderr).
-// `plain_mpi`: the calls reach Open MPI itself, so the pairs it computes
-// wrongly are left out (see mpi_checks.cc).
+// `plain_mpi`: the calls reach MPI itself, so the pairs it computes wrongly
+// are left out (see mpi_checks.cc).
 int run_all(int rank, int size, bool plain_mpi, Tally& tally);
 
 }  // namespace checks
