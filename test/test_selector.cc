@@ -171,7 +171,8 @@ TEST_CASE("a rank's messages share its ports: overhead per message, wire time pe
         }
 }
 
-TEST_CASE("simulating rank 0 of symmetric schedules predicts what simulating every rank does", "[unit][costmodel]") {
+TEST_CASE("simulating rank 0 of symmetric schedules predicts what simulating every rank does",
+          "[unit][costmodel][scale]") {
     CostParams every;
     every.use_symmetry = false;
     every.max_simulated_steps = size_t(1) << 30;
@@ -294,7 +295,7 @@ TEST_CASE("a publish costs a copy and an await ends the slot's latency after the
 }
 
 TEST_CASE("the selector's choice is within 5% of the best prediction across sizes and rank counts",
-          "[unit][selector]") {
+          "[unit][selector][scale]") {
     Selector sel{CostParams{}};
     size_t points = 0;
     for (int c = 0; c < kNumCollectives; ++c)

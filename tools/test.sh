@@ -2,11 +2,14 @@
 # Every test: installs missing packages, then builds from scratch five ways,
 # each with warnings as errors, and runs the test suites:
 #   build/         default configuration (CUDA if nvcc is found): every suite
-#   build-nocuda/  -Dcuda=disabled: unit and mpi suites
-#   build-asan/    AddressSanitizer + UBSan: unit and loopback suites
+#   build-nocuda/  -Dcuda=disabled: the mpi suite
+#   build-asan/    AddressSanitizer + UBSan: unit (but its [scale] cases,
+#                  which run in build/) and loopback suites
 #   build-tsan/    ThreadSanitizer: the thread tests (suite threads)
-#   build-mpich/   -Dmpi=mpich -Dcuda=disabled, under MPICH's mpiexec: unit,
-#                  mpi and interposer suites
+#   build-mpich/   -Dmpi=mpich -Dcuda=disabled, under MPICH's mpiexec: mpi
+#                  and interposer suites
+# The unit suite does not depend on the MPI or on CUDA: it runs once, in
+# build/, and without its slowest cases under AddressSanitizer.
 # Usage: tools/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,12 +23,12 @@ meson test -C build --print-errorlogs
 
 meson setup build-nocuda -Dcuda=disabled -Dwerror=true
 meson compile -C build-nocuda
-meson test -C build-nocuda --print-errorlogs --suite unit --suite mpi
+meson test -C build-nocuda --print-errorlogs --suite mpi
 
 meson setup build-asan -Dcuda=disabled -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true
 meson compile -C build-asan
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
-  meson test -C build-asan --print-errorlogs --suite unit --suite loopback --timeout-multiplier 4
+  meson test -C build-asan --print-errorlogs --suite unit --suite loopback --no-suite scale --timeout-multiplier 4
 
 # ThreadSanitizer: collectives from several threads at once, through the C
 # API (loopback and mpirun) and under the preload. UCX's memory hooks are off
@@ -38,4 +41,4 @@ TSAN_OPTIONS="suppressions=$PWD/test/tsan.supp halt_on_error=1" UCX_MEM_EVENTS=n
 
 meson setup build-mpich -Dmpi=mpich -Dcuda=disabled -Dwerror=true
 meson compile -C build-mpich
-meson test -C build-mpich --print-errorlogs --suite unit --suite mpi --suite interposer
+meson test -C build-mpich --print-errorlogs --suite mpi --suite interposer
