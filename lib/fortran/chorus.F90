@@ -1,11 +1,12 @@
 ! chorus.F90 - the Fortran module of Chorus: `use chorus`.
 !
-! Every call of include/chorus.h but chorus_comm_set_label and the
-! data-movement ones (chorus_allgatherv .. chorus_ibarrier), which have no
-! binding yet, with the same names, arguments and order, as functions that
-! return the chorus_result_t (CHORUS_SUCCESS is 0):
+! Every call of include/chorus.h but the memory and settings calls for tools
+! (chorus_memory_kind, chorus_memcpy, chorus_has_cuda, chorus_setting), with
+! the same names, arguments and order, as functions that return the
+! chorus_result_t (CHORUS_SUCCESS is 0):
 !
 !   rc = chorus_allreduce(sendbuf, recvbuf, count, CHORUS_FLOAT64, CHORUS_SUM, comm, c_null_ptr)
+!   rc = chorus_gatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, CHORUS_INT32, root, comm, c_null_ptr)
 !
 ! Mapping from C:
 !   - handles are derived types wrapping a type(c_ptr) (chorus_comm_t,
@@ -20,392 +21,45 @@
 !     arrays the ASYNCHRONOUS (or TARGET) attribute so the compiler does not
 !     move their accesses across chorus_wait/chorus_test. The datatype
 !     argument says what the bytes are, as in C;
-!   - counts are integer(c_size_t) (write int(n, c_size_t) or 10_c_size_t);
-!     datatypes, ops, roots and results are integer(c_int);
+!   - a buffer or array that C lets a rank pass as NULL where it is ignored
+!     (broadcast's and scatter(v)'s sendbuf, reduce's and gather(v)'s recvbuf
+!     off the root, the root-only counts and displacements of gatherv and
+!     scatterv, alltoallv's sendcounts and sdispls in place) is still an
+!     argument: pass any array there, e.g. a zero-size one;
+!   - counts are integer(c_size_t) (write int(n, c_size_t) or 10_c_size_t),
+!     and so are the count and displacement arrays of the v-forms, one
+!     entry per rank, displacements in elements from the start of the
+!     buffer (from 0, as in C); datatypes, ops, roots and results are
+!     integer(c_int);
 !   - `stream` is a type(c_ptr) holding a cudaStream_t, c_null_ptr for none;
 !   - chorus_comm_create takes a `use mpi` INTEGER communicator (converted
 !     with MPI_Comm_f2c) or, when built with mpi_f08, a type(MPI_Comm);
+!   - chorus_comm_set_label's label is a character string, passed without
+!     its trailing blanks (NUL-terminated for C); absent or blank, it
+!     removes the label (NULL or "" in C);
 !   - chorus_test's `done` is a LOGICAL; chorus_wait, a chorus_test that
 !     reports done, and chorus_comm_destroy set their handle to NULL;
 !   - chorus_get_error_string and chorus_comm_last_error return
 !     character(len=:), allocatable; chorus_comm_last_error's comm is
 !     optional (absent: the error of a call that had no valid communicator).
 !
-! To add a collective of chorus.h (say chorus_alltoall and its nonblocking
-! twin), copy the three pieces of the closest existing one:
-!   1. its names in the `public` list of collectives below;
+! The pieces: chorus_core.F90 (constants, handles, communicators, requests,
+! the reductions and chorus_allgather), chorus_movement.f90 (the other
+! data-movement collectives and chorus_barrier), chorus_c.f90 (the bind(C)
+! interfaces of chorus.h they call). This module puts them together.
+!
+! To add a collective of chorus.h (say one and its nonblocking twin), copy
+! the three pieces of the closest existing one:
+!   1. its names in the `public` list of chorus_core.F90 or
+!      chorus_movement.f90;
 !   2. its bind(C) interface in chorus_c.f90 (buffers as type(c_ptr));
-!   3. its wrapper under "collectives" below: the same arguments with Fortran buffers,
-!      passing c_loc(buf) and comm%ptr (nonblocking ones first check that
-!      their buffers are contiguous, through contiguous_buffers()).
+!   3. its wrapper in the same file as 1: the same arguments with Fortran
+!      buffers, passing c_loc(buf) and comm%ptr (nonblocking ones first check
+!      that their buffers are contiguous, through contiguous_buffers()).
 module chorus
-  use, intrinsic :: iso_c_binding
-  use chorus_c
-#ifdef CHORUS_FORTRAN_MPI_F08
-  use mpi_f08, only: MPI_Comm
-#endif
+  use chorus_core
+  use chorus_movement
   implicit none
-  private
-
-  ! ---------------------------------------------------------------- constants
-  integer(c_int), parameter, public :: CHORUS_VERSION_MAJOR = 0
-  integer(c_int), parameter, public :: CHORUS_VERSION_MINOR = 1
-  integer(c_int), parameter, public :: CHORUS_VERSION_PATCH = 0
-
-  ! chorus_result_t
-  integer(c_int), parameter, public :: CHORUS_SUCCESS = 0
-  integer(c_int), parameter, public :: CHORUS_ERR_INVALID_ARGUMENT = 1
-  integer(c_int), parameter, public :: CHORUS_ERR_UNSUPPORTED = 2
-  integer(c_int), parameter, public :: CHORUS_ERR_OUT_OF_MEMORY = 3
-  integer(c_int), parameter, public :: CHORUS_ERR_TRANSPORT = 4
-  integer(c_int), parameter, public :: CHORUS_ERR_CUDA = 5
-  integer(c_int), parameter, public :: CHORUS_ERR_TIMEOUT = 6
-  integer(c_int), parameter, public :: CHORUS_ERR_PEER_FAILED = 7
-  integer(c_int), parameter, public :: CHORUS_ERR_COMM_FAILED = 8
-  integer(c_int), parameter, public :: CHORUS_ERR_MISMATCH = 9
-  integer(c_int), parameter, public :: CHORUS_ERR_INTERNAL = 10
-  integer(c_int), parameter, public :: CHORUS_ERR_CONFIG = 11
-
-  ! chorus_datatype_t. Fortran kinds: INT8..INT64 are integer(c_int8_t) ..
-  ! integer(c_int64_t) (default INTEGER is INT32), FLOAT32 is real(c_float)
-  ! (default REAL), FLOAT64 is real(c_double); unsigned and 16-bit floating
-  ! types have no Fortran kind but can travel in integer arrays of their size.
-  integer(c_int), parameter, public :: CHORUS_INT8 = 0
-  integer(c_int), parameter, public :: CHORUS_UINT8 = 1
-  integer(c_int), parameter, public :: CHORUS_INT16 = 2
-  integer(c_int), parameter, public :: CHORUS_UINT16 = 3
-  integer(c_int), parameter, public :: CHORUS_INT32 = 4
-  integer(c_int), parameter, public :: CHORUS_UINT32 = 5
-  integer(c_int), parameter, public :: CHORUS_INT64 = 6
-  integer(c_int), parameter, public :: CHORUS_UINT64 = 7
-  integer(c_int), parameter, public :: CHORUS_FLOAT16 = 8
-  integer(c_int), parameter, public :: CHORUS_BFLOAT16 = 9
-  integer(c_int), parameter, public :: CHORUS_FLOAT32 = 10
-  integer(c_int), parameter, public :: CHORUS_FLOAT64 = 11
-  integer(c_int), parameter, public :: CHORUS_NUM_DATATYPES = 12
-
-  ! chorus_op_t
-  integer(c_int), parameter, public :: CHORUS_SUM = 0
-  integer(c_int), parameter, public :: CHORUS_PROD = 1
-  integer(c_int), parameter, public :: CHORUS_MIN = 2
-  integer(c_int), parameter, public :: CHORUS_MAX = 3
-  integer(c_int), parameter, public :: CHORUS_AVG = 4
-  integer(c_int), parameter, public :: CHORUS_BAND = 5
-  integer(c_int), parameter, public :: CHORUS_BOR = 6
-  integer(c_int), parameter, public :: CHORUS_BXOR = 7
-  integer(c_int), parameter, public :: CHORUS_LAND = 8
-  integer(c_int), parameter, public :: CHORUS_LOR = 9
-  integer(c_int), parameter, public :: CHORUS_LXOR = 10
-  integer(c_int), parameter, public :: CHORUS_NUM_OPS = 11
-
-  ! ------------------------------------------------------------------ handles
-  type, public :: chorus_comm_t
-    type(c_ptr) :: ptr = c_null_ptr
-  end type
-
-  type, public :: chorus_request_t
-    type(c_ptr) :: ptr = c_null_ptr
-  end type
-
-  type(chorus_comm_t), parameter, public :: CHORUS_COMM_NULL = chorus_comm_t(c_null_ptr)
-  type(chorus_request_t), parameter, public :: CHORUS_REQUEST_NULL = chorus_request_t(c_null_ptr)
-
-  ! ------------------------------------------------------------ public calls
-  public :: chorus_get_error_string, chorus_comm_last_error
-  public :: chorus_comm_create, chorus_comm_destroy, chorus_comm_abort, chorus_comm_set_idle
-  public :: chorus_comm_rank, chorus_comm_size
-  public :: chorus_test, chorus_wait
-  ! Collectives, each with its nonblocking twin.
-  public :: chorus_allreduce, chorus_iallreduce
-  public :: chorus_broadcast, chorus_ibroadcast
-  public :: chorus_reduce, chorus_ireduce
-  public :: chorus_reduce_scatter, chorus_ireduce_scatter
-  public :: chorus_reduce_scatterv, chorus_ireduce_scatterv
-  public :: chorus_allgather, chorus_iallgather
-
-  interface chorus_comm_create
-    module procedure chorus_comm_create_integer
-#ifdef CHORUS_FORTRAN_MPI_F08
-    module procedure chorus_comm_create_f08
-#endif
-  end interface
-
-  ! An error found here, before the library is called (a non-contiguous
-  ! buffer given to a nonblocking call): its message, the communicator, and
-  ! the library's message at that moment, so chorus_comm_last_error reports
-  ! it until the library reports a newer failure on that communicator.
-  character(len=:), allocatable, save :: local_error
-  type(c_ptr), save :: local_error_comm = c_null_ptr
-  character(len=:), allocatable, save :: local_error_shadow
-
-contains
-
-  ! ------------------------------------------------- strings, communicators
-
-  ! A Fortran copy of a NUL-terminated C string.
-  function from_c_string(s) result(str)
-    type(c_ptr), intent(in) :: s
-    character(len=:), allocatable :: str
-    character(kind=c_char), pointer :: chars(:)
-    integer(c_size_t) :: n, i
-    n = 0
-    if (c_associated(s)) n = c_strlen(s)
-    allocate(character(len=n) :: str)
-    if (n == 0) return
-    call c_f_pointer(s, chars, [n])
-    do i = 1, n
-      str(i:i) = chars(i)
-    end do
-  end function
-
-  function chorus_get_error_string(code) result(str)
-    integer(c_int), intent(in) :: code
-    character(len=:), allocatable :: str
-    str = from_c_string(c_get_error_string(code))
-  end function
-
-  function chorus_comm_last_error(comm) result(str)
-    type(chorus_comm_t), intent(in), optional :: comm
-    character(len=:), allocatable :: str
-    type(c_ptr) :: c
-    c = c_null_ptr
-    if (present(comm)) c = comm%ptr
-    str = from_c_string(c_comm_last_error(c))
-    if (allocated(local_error)) then
-      if (c_associated(c, local_error_comm) .or. &
-          (.not. c_associated(c) .and. .not. c_associated(local_error_comm))) then
-        if (str == local_error_shadow) then
-          str = local_error
-        else
-          deallocate(local_error)  ! the library has failed since
-        end if
-      end if
-    end if
-  end function
-
-  integer(c_int) function chorus_comm_create_integer(mpi_handle, comm) result(rc)
-    integer, intent(in) :: mpi_handle  ! a `use mpi` / mpif.h communicator
-    type(chorus_comm_t), intent(out) :: comm
-    rc = c_comm_create_f(int(mpi_handle, c_int), comm%ptr)
-  end function
-
-#ifdef CHORUS_FORTRAN_MPI_F08
-  integer(c_int) function chorus_comm_create_f08(mpi_handle, comm) result(rc)
-    type(MPI_Comm), intent(in) :: mpi_handle
-    type(chorus_comm_t), intent(out) :: comm
-    rc = c_comm_create_f(int(mpi_handle%MPI_VAL, c_int), comm%ptr)
-  end function
-#endif
-
-  integer(c_int) function chorus_comm_destroy(comm) result(rc)
-    type(chorus_comm_t), intent(inout) :: comm
-    rc = c_comm_destroy(comm%ptr)
-    comm%ptr = c_null_ptr
-  end function
-
-  integer(c_int) function chorus_comm_abort(comm) result(rc)
-    type(chorus_comm_t), intent(in) :: comm
-    rc = c_comm_abort(comm%ptr)
-  end function
-
-  ! fn: c_funloc of a subroutine(arg) bind(C) with type(c_ptr), value :: arg,
-  ! or c_null_funptr to remove it.
-  integer(c_int) function chorus_comm_set_idle(comm, fn, arg) result(rc)
-    type(chorus_comm_t), intent(in) :: comm
-    type(c_funptr), intent(in) :: fn
-    type(c_ptr), intent(in) :: arg
-    rc = c_comm_set_idle(comm%ptr, fn, arg)
-  end function
-
-  integer(c_int) function chorus_comm_rank(comm, rank) result(rc)
-    type(chorus_comm_t), intent(in) :: comm
-    integer(c_int), intent(out) :: rank
-    rank = -1
-    rc = c_comm_rank(comm%ptr, rank)
-  end function
-
-  integer(c_int) function chorus_comm_size(comm, size) result(rc)
-    type(chorus_comm_t), intent(in) :: comm
-    integer(c_int), intent(out) :: size
-    size = 0
-    rc = c_comm_size(comm%ptr, size)
-  end function
-
-  ! ---------------------------------------------------------------- requests
-
-  integer(c_int) function chorus_test(request, done) result(rc)
-    type(chorus_request_t), intent(inout) :: request
-    logical, intent(out) :: done
-    integer(c_int) :: d
-    d = 0
-    rc = c_test(request%ptr, d)
-    done = d /= 0
-    if (done) request%ptr = c_null_ptr
-  end function
-
-  integer(c_int) function chorus_wait(request) result(rc)
-    type(chorus_request_t), intent(inout) :: request
-    rc = c_wait(request%ptr)
-    request%ptr = c_null_ptr
-  end function
-
-  ! A nonblocking call hands the library its buffers' addresses, which must
-  ! stay valid until the request completes: a compiler's contiguous copy
-  ! would not. False (and rc set, the message kept) if either is not.
-  logical function contiguous_buffers(fn, comm, send_contiguous, recv_contiguous, rc)
-    character(*), intent(in) :: fn
-    type(chorus_comm_t), intent(in) :: comm
-    logical, intent(in) :: send_contiguous, recv_contiguous
-    integer(c_int), intent(out) :: rc
-    contiguous_buffers = send_contiguous .and. recv_contiguous
-    rc = CHORUS_SUCCESS
-    if (contiguous_buffers) return
-    rc = CHORUS_ERR_INVALID_ARGUMENT
-    local_error = fn // ': ' // merge('sendbuf', 'recvbuf', .not. send_contiguous) // &
-        ' is not contiguous (a nonblocking call needs the array itself, not a strided section)'
-    local_error_comm = comm%ptr
-    local_error_shadow = from_c_string(c_comm_last_error(comm%ptr))
-  end function
-
-  ! ------------------------------------------------------------ collectives
-  ! Blocking: buffers are `contiguous` (a strided section is copied in and
-  ! out around the call). Nonblocking: buffers are passed as they are and
-  ! must be contiguous.
-
-  integer(c_int) function chorus_allreduce(sendbuf, recvbuf, count, datatype, op, comm, stream) result(rc)
-    type(*), dimension(..), intent(in), target, contiguous :: sendbuf
-    type(*), dimension(..), intent(inout), target, contiguous :: recvbuf
-    integer(c_size_t), intent(in) :: count
-    integer(c_int), intent(in) :: datatype, op
-    type(chorus_comm_t), intent(in) :: comm
-    type(c_ptr), intent(in) :: stream
-    rc = c_allreduce(c_loc(sendbuf), c_loc(recvbuf), count, datatype, op, comm%ptr, stream)
-  end function
-
-  integer(c_int) function chorus_iallreduce(sendbuf, recvbuf, count, datatype, op, comm, stream, request) result(rc)
-    type(*), dimension(..), intent(in), target, asynchronous :: sendbuf
-    type(*), dimension(..), intent(inout), target, asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: count
-    integer(c_int), intent(in) :: datatype, op
-    type(chorus_comm_t), intent(in) :: comm
-    type(c_ptr), intent(in) :: stream
-    type(chorus_request_t), intent(out) :: request
-    if (.not. contiguous_buffers('chorus_iallreduce', comm, is_contiguous(sendbuf), is_contiguous(recvbuf), rc)) return
-    rc = c_iallreduce(c_loc(sendbuf), c_loc(recvbuf), count, datatype, op, comm%ptr, stream, request%ptr)
-  end function
-
-  integer(c_int) function chorus_broadcast(sendbuf, recvbuf, count, datatype, root, comm, stream) result(rc)
-    type(*), dimension(..), intent(in), target, contiguous :: sendbuf
-    type(*), dimension(..), intent(inout), target, contiguous :: recvbuf
-    integer(c_size_t), intent(in) :: count
-    integer(c_int), intent(in) :: datatype, root
-    type(chorus_comm_t), intent(in) :: comm
-    type(c_ptr), intent(in) :: stream
-    rc = c_broadcast(c_loc(sendbuf), c_loc(recvbuf), count, datatype, root, comm%ptr, stream)
-  end function
-
-  integer(c_int) function chorus_ibroadcast(sendbuf, recvbuf, count, datatype, root, comm, stream, request) result(rc)
-    type(*), dimension(..), intent(in), target, asynchronous :: sendbuf
-    type(*), dimension(..), intent(inout), target, asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: count
-    integer(c_int), intent(in) :: datatype, root
-    type(chorus_comm_t), intent(in) :: comm
-    type(c_ptr), intent(in) :: stream
-    type(chorus_request_t), intent(out) :: request
-    if (.not. contiguous_buffers('chorus_ibroadcast', comm, is_contiguous(sendbuf), is_contiguous(recvbuf), rc)) return
-    rc = c_ibroadcast(c_loc(sendbuf), c_loc(recvbuf), count, datatype, root, comm%ptr, stream, request%ptr)
-  end function
-
-  integer(c_int) function chorus_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, stream) result(rc)
-    type(*), dimension(..), intent(in), target, contiguous :: sendbuf
-    type(*), dimension(..), intent(inout), target, contiguous :: recvbuf
-    integer(c_size_t), intent(in) :: count
-    integer(c_int), intent(in) :: datatype, op, root
-    type(chorus_comm_t), intent(in) :: comm
-    type(c_ptr), intent(in) :: stream
-    rc = c_reduce(c_loc(sendbuf), c_loc(recvbuf), count, datatype, op, root, comm%ptr, stream)
-  end function
-
-  integer(c_int) function chorus_ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, stream, request) result(rc)
-    type(*), dimension(..), intent(in), target, asynchronous :: sendbuf
-    type(*), dimension(..), intent(inout), target, asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: count
-    integer(c_int), intent(in) :: datatype, op, root
-    type(chorus_comm_t), intent(in) :: comm
-    type(c_ptr), intent(in) :: stream
-    type(chorus_request_t), intent(out) :: request
-    if (.not. contiguous_buffers('chorus_ireduce', comm, is_contiguous(sendbuf), is_contiguous(recvbuf), rc)) return
-    rc = c_ireduce(c_loc(sendbuf), c_loc(recvbuf), count, datatype, op, root, comm%ptr, stream, request%ptr)
-  end function
-
-  integer(c_int) function chorus_reduce_scatter(sendbuf, recvbuf, recvcount, datatype, op, comm, stream) result(rc)
-    type(*), dimension(..), intent(in), target, contiguous :: sendbuf
-    type(*), dimension(..), intent(inout), target, contiguous :: recvbuf
-    integer(c_size_t), intent(in) :: recvcount
-    integer(c_int), intent(in) :: datatype, op
-    type(chorus_comm_t), intent(in) :: comm
-    type(c_ptr), intent(in) :: stream
-    rc = c_reduce_scatter(c_loc(sendbuf), c_loc(recvbuf), recvcount, datatype, op, comm%ptr, stream)
-  end function
-
-  integer(c_int) function chorus_ireduce_scatter(sendbuf, recvbuf, recvcount, datatype, op, comm, stream, request) &
-      result(rc)
-    type(*), dimension(..), intent(in), target, asynchronous :: sendbuf
-    type(*), dimension(..), intent(inout), target, asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: recvcount
-    integer(c_int), intent(in) :: datatype, op
-    type(chorus_comm_t), intent(in) :: comm
-    type(c_ptr), intent(in) :: stream
-    type(chorus_request_t), intent(out) :: request
-    if (.not. contiguous_buffers('chorus_ireduce_scatter', comm, is_contiguous(sendbuf), is_contiguous(recvbuf), &
-        rc)) return
-    rc = c_ireduce_scatter(c_loc(sendbuf), c_loc(recvbuf), recvcount, datatype, op, comm%ptr, stream, request%ptr)
-  end function
-
-  integer(c_int) function chorus_reduce_scatterv(sendbuf, recvbuf, recvcounts, datatype, op, comm, stream) result(rc)
-    type(*), dimension(..), intent(in), target, contiguous :: sendbuf
-    type(*), dimension(..), intent(inout), target, contiguous :: recvbuf
-    integer(c_size_t), intent(in) :: recvcounts(:)  ! one per rank; copied by the library
-    integer(c_int), intent(in) :: datatype, op
-    type(chorus_comm_t), intent(in) :: comm
-    type(c_ptr), intent(in) :: stream
-    rc = c_reduce_scatterv(c_loc(sendbuf), c_loc(recvbuf), recvcounts, datatype, op, comm%ptr, stream)
-  end function
-
-  integer(c_int) function chorus_ireduce_scatterv(sendbuf, recvbuf, recvcounts, datatype, op, comm, stream, request) &
-      result(rc)
-    type(*), dimension(..), intent(in), target, asynchronous :: sendbuf
-    type(*), dimension(..), intent(inout), target, asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: recvcounts(:)
-    integer(c_int), intent(in) :: datatype, op
-    type(chorus_comm_t), intent(in) :: comm
-    type(c_ptr), intent(in) :: stream
-    type(chorus_request_t), intent(out) :: request
-    if (.not. contiguous_buffers('chorus_ireduce_scatterv', comm, is_contiguous(sendbuf), is_contiguous(recvbuf), &
-        rc)) return
-    rc = c_ireduce_scatterv(c_loc(sendbuf), c_loc(recvbuf), recvcounts, datatype, op, comm%ptr, stream, request%ptr)
-  end function
-
-  integer(c_int) function chorus_allgather(sendbuf, recvbuf, sendcount, datatype, comm, stream) result(rc)
-    type(*), dimension(..), intent(in), target, contiguous :: sendbuf
-    type(*), dimension(..), intent(inout), target, contiguous :: recvbuf
-    integer(c_size_t), intent(in) :: sendcount
-    integer(c_int), intent(in) :: datatype
-    type(chorus_comm_t), intent(in) :: comm
-    type(c_ptr), intent(in) :: stream
-    rc = c_allgather(c_loc(sendbuf), c_loc(recvbuf), sendcount, datatype, comm%ptr, stream)
-  end function
-
-  integer(c_int) function chorus_iallgather(sendbuf, recvbuf, sendcount, datatype, comm, stream, request) result(rc)
-    type(*), dimension(..), intent(in), target, asynchronous :: sendbuf
-    type(*), dimension(..), intent(inout), target, asynchronous :: recvbuf
-    integer(c_size_t), intent(in) :: sendcount
-    integer(c_int), intent(in) :: datatype
-    type(chorus_comm_t), intent(in) :: comm
-    type(c_ptr), intent(in) :: stream
-    type(chorus_request_t), intent(out) :: request
-    if (.not. contiguous_buffers('chorus_iallgather', comm, is_contiguous(sendbuf), is_contiguous(recvbuf), rc)) return
-    rc = c_iallgather(c_loc(sendbuf), c_loc(recvbuf), sendcount, datatype, comm%ptr, stream, request%ptr)
-  end function
-
+  ! Shared by the pieces, not for callers.
+  private :: contiguous_buffers
 end module chorus

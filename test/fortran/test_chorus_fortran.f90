@@ -16,11 +16,11 @@ end module
 program test_chorus_fortran
   use mpi
   use chorus
+  use fortran_checks
   use idle_counter
   use, intrinsic :: iso_c_binding
   implicit none
-  integer :: me, np, ierr, failures, anyfail
-  type(chorus_comm_t) :: comm
+  integer :: ierr
 
   ! Floating results are compared bit for bit: every input is chosen so the
   ! exact result is representable.
@@ -28,11 +28,7 @@ program test_chorus_fortran
     procedure :: same_f64, same_f64_scalar, same_f32
   end interface
 
-  call MPI_Init(ierr)
-  call MPI_Comm_rank(MPI_COMM_WORLD, me, ierr)
-  call MPI_Comm_size(MPI_COMM_WORLD, np, ierr)
-  failures = 0
-
+  call start()
   call check(chorus_comm_create(MPI_COMM_WORLD, comm) == CHORUS_SUCCESS, 'chorus_comm_create')
   call test_constants()
   call test_comm_queries()
@@ -49,45 +45,14 @@ program test_chorus_fortran
   call check(.not. c_associated(comm%ptr), 'chorus_comm_destroy sets the handle to NULL')
   call check(chorus_comm_destroy(comm) == CHORUS_ERR_INVALID_ARGUMENT, 'destroying a NULL handle is an error')
 
-  call MPI_Allreduce(failures, anyfail, 1, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD, ierr)
-  if (me == 0) print '(a, i0, a)', 'fortran module (use chorus) at np=', np, merge(' passed', ' FAILED', anyfail == 0)
-  call MPI_Finalize(ierr)
-  if (anyfail /= 0) stop 1
+  call finish('fortran module (use chorus)')
 
 contains
-
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(*), intent(in) :: what
-    if (ok) return
-    print '(a, i0, a, a)', 'rank ', me, ': FAIL ', what
-    failures = failures + 1
-  end subroutine
-
-  logical function same_f64(a, b)
-    real(c_double), intent(in) :: a(:), b(:)
-    same_f64 = size(a) == size(b)
-    if (same_f64) same_f64 = all(transfer(a, 0_c_int64_t, size(a)) == transfer(b, 0_c_int64_t, size(b)))
-  end function
 
   logical function same_f64_scalar(a, b)
     real(c_double), intent(in) :: a(:), b
     same_f64_scalar = same_f64(a, spread(b, 1, size(a)))
   end function
-
-  logical function same_f32(a, b)
-    real(c_float), intent(in) :: a(:), b(:)
-    same_f32 = size(a) == size(b)
-    if (same_f32) same_f32 = all(transfer(a, 0_c_int32_t, size(a)) == transfer(b, 0_c_int32_t, size(b)))
-  end function
-
-  ! A call that must succeed; the library's message if it does not.
-  subroutine ok_call(rc, what)
-    integer(c_int), intent(in) :: rc
-    character(*), intent(in) :: what
-    if (rc == CHORUS_SUCCESS) return
-    call check(.false., what // ': ' // chorus_get_error_string(rc) // ': ' // chorus_comm_last_error(comm))
-  end subroutine
 
   ! The module's parameters against chorus.h's values (c_constants.c).
   subroutine test_constants()
