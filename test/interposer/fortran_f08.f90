@@ -1,5 +1,7 @@
 ! The same through the mpi_f08 module, whose calls reach the library under
-! other names (mpi_allreduce_f08_ ...).
+! other names (mpi_allreduce_f08_ ...), and nonblocking calls completed by
+! MPI_Wait and MPI_Waitall (mpi_wait_f08_ ...), mixed with point-to-point
+! requests, with TYPE(MPI_Status) statuses and MPI_STATUSES_IGNORE.
 program fortran_f08
   use mpi_f08
   use iso_c_binding, only: c_long_long
@@ -11,10 +13,12 @@ program fortran_f08
       integer(c_long_long) :: n
     end function
   end interface
-  integer :: rank, np, i, failures, anyfail
-  integer :: ivals(4), isum(4)
+  integer :: rank, np, i, failures, anyfail, left, right
+  integer :: ivals(4), isum(4), msg(2), got(2)
   double precision :: d(2)
   integer(c_long_long) :: before, after
+  type(MPI_Request) :: req, reqs(3)
+  type(MPI_Status) :: status, statuses(3)
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -32,8 +36,31 @@ program fortran_f08
   call MPI_Bcast(ivals, 4, MPI_INTEGER, np - 1, MPI_COMM_WORLD)
   if (any(ivals /= np - 1)) call fail('MPI_Bcast')
 
+  call MPI_Iallreduce(ivals, isum, 4, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, req)
+  call MPI_Wait(req, status)
+  if (any(isum /= np * (np - 1)) .or. req /= MPI_REQUEST_NULL) call fail('MPI_Iallreduce + MPI_Wait')
+  if (status%MPI_SOURCE /= MPI_ANY_SOURCE .or. status%MPI_TAG /= MPI_ANY_TAG) call fail('MPI_Wait status')
+
+  left = mod(rank + np - 1, np)
+  right = mod(rank + 1, np)
+  msg = [rank, -rank]
+  got = 99
+  ivals = merge(7, -1, rank == 0)
+  call MPI_Irecv(got, 2, MPI_INTEGER, left, 3, MPI_COMM_WORLD, reqs(1))
+  call MPI_Ibcast(ivals, 4, MPI_INTEGER, 0, MPI_COMM_WORLD, reqs(2))
+  call MPI_Isend(msg, 2, MPI_INTEGER, right, 3, MPI_COMM_WORLD, reqs(3))
+  call MPI_Waitall(3, reqs, statuses)
+  if (any(got /= [left, -left]) .or. any(ivals /= 7)) call fail('MPI_Waitall of MPI_Irecv, MPI_Ibcast, MPI_Isend')
+  if (statuses(1)%MPI_SOURCE /= left .or. statuses(1)%MPI_TAG /= 3) call fail('MPI_Waitall: the receive''s status')
+  if (statuses(2)%MPI_SOURCE /= MPI_ANY_SOURCE .or. statuses(2)%MPI_ERROR /= MPI_SUCCESS) &
+    call fail('MPI_Waitall: the broadcast''s status')
+  call MPI_Ibarrier(MPI_COMM_WORLD, reqs(1))
+  call MPI_Iallreduce(MPI_IN_PLACE, d, 2, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, reqs(2))
+  call MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE)
+  if (any(transfer(d, 0_int64, 2) /= transfer([0d0, -dble(np - 1)], 0_int64, 2))) call fail('MPI_Waitall ignoring')
+
   after = intercepted_calls()
-  if (after - before /= 3) call fail('interception count')
+  if (after - before /= 7) call fail('interception count')
   call MPI_Allreduce(failures, anyfail, 1, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD)
   if (rank == 0) print '(a, i0, a)', 'fortran (use mpi_f08) at np=', np, merge(' passed', ' FAILED', anyfail == 0)
   call MPI_Finalize()
