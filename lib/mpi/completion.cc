@@ -162,12 +162,11 @@ int some_turn(int n, MPI_Request* requests, int* outcount, int* indices, MPI_Sta
 }  // namespace
 
 int wait(MPI_Request* request, MPI_Status* status) {
-    if (bypass()) return PMPI_Wait(request, status);
-    progress_requests();
-    if (!request) return PMPI_Wait(request, status);
+    if (bypass() || !request) return PMPI_Wait(request, status);
     RequestPtr r = find_request(*request);
     Backoff backoff;
     if (!r) {  // MPI's own, while the interposer's are in flight
+        progress_requests();
         for (;;) {
             if (running_requests() == 0) return PMPI_Wait(request, status);
             int flag = 0;
@@ -177,6 +176,7 @@ int wait(MPI_Request* request, MPI_Status* status) {
             progress_requests();
         }
     }
+    // Alone in flight, it is waited for as a blocking call waits.
     while (!r->done.load(std::memory_order_acquire)) {
         if (running_requests() == 1 && wait_alone(*r)) break;
         progress_requests();

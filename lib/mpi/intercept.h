@@ -253,9 +253,13 @@ int run_chorus(Fn fn, MPI_Comm comm, const Target& t, F&& call) {
 // to the request, for a nonblocking one.
 class Call {
 public:
-    Call(Fn fn, MPI_Comm comm, MPI_Request* request)
-        : fn_(fn), comm_(comm), request_(request), heap_(request ? new Pending : nullptr) {}
-    Pending& pending() { return heap_ ? *heap_ : local_; }
+    Call(Fn fn, MPI_Comm comm, MPI_Request* request) : fn_(fn), comm_(comm), request_(request) {}
+    // Made on first use: the reductions stage nothing.
+    Pending& pending() {
+        if (!request_) return local_;
+        if (!heap_) heap_.reset(new Pending);
+        return *heap_;
+    }
 
     // Runs `start(req)` (either(req, chorus_X, chorus_iX, ...)) on `t`:
     // blocking, with req null, then unpacks the received blocks; or

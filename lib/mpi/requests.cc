@@ -110,8 +110,10 @@ void complete(Request& r, int code) {
 // A Chorus call has finished with `rc` (`why`: its message): its error is
 // raised as a blocking call's would be, or its received blocks unpacked.
 void conclude(Request& r, chorus_result_t rc, const std::string& why) {
-    complete(r, rc != CHORUS_SUCCESS ? raise_error(r.comm, rc, std::string(fn_name(r.fn)) + ": " + why)
-                                     : r.pending->recv.unpack_all());
+    if (rc != CHORUS_SUCCESS)
+        complete(r, raise_error(r.comm, rc, std::string(fn_name(r.fn)) + ": " + why));
+    else
+        complete(r, r.pending ? r.pending->recv.unpack_all() : MPI_SUCCESS);
 }
 
 // A call handed to PMPI has finished with `rc`: copy its written host copies back.
@@ -235,7 +237,14 @@ bool wait_alone(Request& r) {
 }
 
 void progress_requests() {
-    std::vector<RequestPtr> running;
+    // A thread's own list, kept between calls; a nested call (from an
+    // error handler) gets one of its own.
+    thread_local std::vector<RequestPtr> kept;
+    thread_local bool busy = false;
+    std::vector<RequestPtr> nested;
+    std::vector<RequestPtr>& running = busy ? nested : kept;
+    const bool outer = !busy;
+    busy = true;
     {
         Table& t = table();
         std::lock_guard<std::mutex> lock(t.mutex);
@@ -243,6 +252,8 @@ void progress_requests() {
             if (!r->done.load(std::memory_order_acquire)) running.push_back(r);
     }
     for (const RequestPtr& r : running) poll(*r);
+    running.clear();
+    if (outer) busy = false;
 }
 
 int retire(const RequestPtr& r, MPI_Request* handle, MPI_Status* status) {

@@ -34,7 +34,7 @@ struct Request {
     chorus_comm_t cc = nullptr;
     std::mutex* lane = nullptr;
     chorus_request_t chorus = nullptr;
-    std::unique_ptr<Pending> pending;
+    std::unique_ptr<Pending> pending;  // null: nothing staged
     // A call handed to PMPI: MPI's request and the host copies.
     MPI_Request inner = MPI_REQUEST_NULL;
     std::unique_ptr<HostStaging> staging;
