@@ -45,6 +45,19 @@ struct Split {
         if (statuses) st.resize(mpi.size());
     }
     int n_mpi() const { return static_cast<int>(mpi.size()); }
+    bool mpi_null() const {
+        for (MPI_Request h : mpi)
+            if (h != MPI_REQUEST_NULL) return false;
+        return true;
+    }
+    // When the only request in flight anywhere is one of ours here: wait
+    // for it as a blocking call waits. False if not (or not now).
+    bool wait_lone() {
+        if (running_requests() != 1) return false;
+        for (const RequestPtr& r : ours)
+            if (r && !r->done.load(std::memory_order_acquire)) return wait_alone(*r);
+        return false;
+    }
     MPI_Status* statuses() { return st.empty() ? MPI_STATUSES_IGNORE : st.data(); }
     bool ours_done() const {
         for (const RequestPtr& r : ours)
@@ -206,6 +219,7 @@ int waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
     Backoff backoff;
     for (;;) {
         if (!s.any_ours && running_requests() == 0) return PMPI_Waitall(count, requests, statuses);
+        s.wait_lone();  // MPI's requests progress meanwhile through the idle hook
         int flag = 0;
         const int rc = all_turn(count, requests, statuses, s, running_requests() == 0, &flag);
         if (flag || (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS)) return rc;
@@ -231,6 +245,7 @@ int waitany(int count, MPI_Request* requests, int* index, MPI_Status* status) {
     Backoff backoff;
     for (;;) {
         if (!s.any_ours && running_requests() == 0) return PMPI_Waitany(count, requests, index, status);
+        if (s.mpi_null()) s.wait_lone();  // nothing of MPI's to return first
         int flag = 0;
         const int rc = any_turn(count, requests, index, &flag, status, s);
         if (flag || rc != MPI_SUCCESS) return rc;
@@ -257,6 +272,7 @@ int waitsome(int count, MPI_Request* requests, int* outcount, int* indices, MPI_
     Backoff backoff;
     for (;;) {
         if (!s.any_ours && running_requests() == 0) return PMPI_Waitsome(count, requests, outcount, indices, statuses);
+        if (s.mpi_null()) s.wait_lone();
         const int rc = some_turn(count, requests, outcount, indices, statuses, s);
         if (*outcount != 0 || (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS)) return rc;
         progress_requests();
