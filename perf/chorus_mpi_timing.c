@@ -18,12 +18,22 @@
  * allgatherv, alltoall, gather, scatter. Data are MPI_FLOAT (SUM for the
  * reductions); roots are rank 0. Buffers are allocated and touched once.
  *
- * Usage: mpirun -np N chorus-mpi-timing [-m MAX] [-c LIST] [-r REPS] [-i SCALE]
+ * Nonblocking (-n), as the OSU osu_i... benchmarks: each call is the
+ * MPI_I... form followed by MPI_Wait (validated the same way), and the row
+ * adds the overlap with computation: the same calls with a compute loop
+ * (a spin on MPI_Wtime, no MPI call) between start and wait, as long as one
+ * start + wait took on this rank; overall_us is that per call, compute_us
+ * the loop's own time, and overlap_pct = 100 (1 - (overall - compute) /
+ * median_us), clamped to 0..100 (times: the slowest rank's, medians over
+ * blocks). Run plain and preloaded, it puts Chorus's overlap beside MPI's.
+ *
+ * Usage: mpirun -np N chorus-mpi-timing [-m MAX] [-c LIST] [-r REPS] [-i SCALE] [-n]
  *   -m  largest size in bytes, suffix K or M allowed (default 16M)
  *   -c  comma-separated collectives (default all): allreduce, bcast, reduce,
  *       reduce_scatter, allgather, alltoall, gather, scatter, allgatherv, barrier
  *   -r  timed blocks per size (default 7)
  *   -i  scale of the iterations per block (default 1)
+ *   -n  the nonblocking calls, with the overlap
  * Self-test: CHORUS_MPI_TIMING_CORRUPT=1 makes one rank alter one element of
  * every output before the check, which must then fail. */
 #include <limits.h>
@@ -53,6 +63,7 @@ typedef struct {
     size_t max_bytes;
     int reps;
     double scale;
+    int nonblocking;
     int wanted[kCollectives];
 } Options;
 
@@ -64,6 +75,8 @@ typedef struct {
     int* displs;
     int count; /* count argument of the call */
     int corrupt;
+    int nonblocking;   /* MPI_I... + MPI_Wait */
+    double compute_us; /* -n: the compute loop between start and wait (0: none) */
 } Job;
 
 /* Rank r's input element k: a small integer, distinct across nearby ranks. */
@@ -99,10 +112,15 @@ static int parse(int argc, char** argv, Options* o) {
     o->max_bytes = 16u << 20;
     o->reps = 7;
     o->scale = 1;
+    o->nonblocking = 0;
     int any = 0;
     memset(o->wanted, 0, sizeof o->wanted);
     for (int i = 1; i < argc; ++i) {
         const char* a = argv[i];
+        if (strcmp(a, "-n") == 0) {
+            o->nonblocking = 1;
+            continue;
+        }
         if (i + 1 >= argc) return 0;
         char* v = argv[++i];
         char* end = NULL;
@@ -127,7 +145,14 @@ static int parse(int argc, char** argv, Options* o) {
     return 1;
 }
 
-static void run(Kind k, Job* j) {
+/* Computation that makes no MPI call: a spin on the clock for `us`. */
+static void compute(double us) {
+    const double end = MPI_Wtime() + us * 1e-6;
+    while (MPI_Wtime() < end) {
+    }
+}
+
+static void blocking(Kind k, Job* j) {
     const int n = j->count;
     switch (k) {
         case kAllreduce: MPI_Allreduce(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
@@ -144,6 +169,38 @@ static void run(Kind k, Job* j) {
         case kBarrier:
         case kCollectives: MPI_Barrier(MPI_COMM_WORLD); break;
     }
+}
+
+/* The nonblocking form: start, the compute loop, wait. */
+static void nonblocking(Kind k, Job* j) {
+    const int n = j->count;
+    MPI_Request r = MPI_REQUEST_NULL;
+    switch (k) {
+        case kAllreduce: MPI_Iallreduce(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r); break;
+        case kBcast: MPI_Ibcast(j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD, &r); break;
+        case kReduce: MPI_Ireduce(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD, &r); break;
+        case kReduceScatter:
+            MPI_Ireduce_scatter_block(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+            break;
+        case kAllgather: MPI_Iallgather(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, MPI_COMM_WORLD, &r); break;
+        case kAlltoall: MPI_Ialltoall(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, MPI_COMM_WORLD, &r); break;
+        case kGather: MPI_Igather(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD, &r); break;
+        case kScatter: MPI_Iscatter(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD, &r); break;
+        case kAllgatherv:
+            MPI_Iallgatherv(j->send, n, MPI_FLOAT, j->recv, j->counts, j->displs, MPI_FLOAT, MPI_COMM_WORLD, &r);
+            break;
+        case kBarrier:
+        case kCollectives: MPI_Ibarrier(MPI_COMM_WORLD, &r); break;
+    }
+    if (j->compute_us > 0) compute(j->compute_us);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+}
+
+static void run(Kind k, Job* j) {
+    if (j->nonblocking)
+        nonblocking(k, j);
+    else
+        blocking(k, j);
 }
 
 /* Elements of this rank's output that the check covers (0: none). */
@@ -236,27 +293,62 @@ static long iterations(size_t bytes, double scale) {
     return it < 1 ? 1 : it;
 }
 
-/* Times and validates one size; returns 1 when the check failed. */
-static int one_size(Kind k, Job* j, size_t bytes, const Options* o, double* times) {
-    const long iters = iterations(bytes, o->scale);
-    prepare(k, j, out_elems(k, j));
-    for (long w = 0; w < iters / 10 + 2; ++w) run(k, j);
-    for (int r = 0; r < o->reps; ++r) {
+/* Per-call microseconds of `reps` blocks of `iters` calls each, into t. */
+static void time_blocks(Kind k, Job* j, long iters, int reps, double* t) {
+    for (int r = 0; r < reps; ++r) {
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = MPI_Wtime();
         for (long i = 0; i < iters; ++i) run(k, j);
-        times[r] = (MPI_Wtime() - t0) / (double)iters * 1e6;
+        t[r] = (MPI_Wtime() - t0) / (double)iters * 1e6;
     }
-    times[o->reps] = (double)validate(k, j);
-    gather_to_root(j, times, o->reps);
+}
+
+/* Sorts v[0..m) and returns its median. */
+static double median_of(double* v, int m) {
+    qsort(v, (size_t)m, sizeof *v, compare);
+    return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+}
+
+/* Times and validates one size; returns 1 when the check failed. `times`
+ * holds 3 reps + 1 values: the start + wait blocks, with -n the blocks with
+ * computation and the compute loop's alone, and the wrong elements. */
+static int one_size(Kind k, Job* j, size_t bytes, const Options* o, double* times) {
+    const long iters = iterations(bytes, o->scale);
+    const int m = o->reps;
+    double* overall = times + m;
+    double* spent = times + 2 * m;
+    prepare(k, j, out_elems(k, j));
+    j->compute_us = 0;
+    for (long w = 0; w < iters / 10 + 2; ++w) run(k, j);
+    time_blocks(k, j, iters, m, times);
+    int n = m;
+    if (j->nonblocking) {
+        /* As long as this rank's own start + wait took. */
+        memcpy(overall, times, sizeof(double) * (size_t)m);
+        j->compute_us = median_of(overall, m);
+        time_blocks(k, j, iters, m, overall);
+        for (int r = 0; r < m; ++r) {
+            const double t0 = MPI_Wtime();
+            for (long i = 0; i < iters; ++i) compute(j->compute_us);
+            spent[r] = (MPI_Wtime() - t0) / (double)iters * 1e6;
+        }
+        j->compute_us = 0;
+        n = 3 * m;
+    }
+    times[n] = (double)validate(k, j);
+    gather_to_root(j, times, n);
     int failed = 0;
     if (j->rank == 0) {
-        failed = times[o->reps] != 0;
-        qsort(times, (size_t)o->reps, sizeof *times, compare);
-        const int m = o->reps;
-        const double median = m % 2 ? times[m / 2] : 0.5 * (times[m / 2 - 1] + times[m / 2]);
-        printf("%-15s %10zu %7ld %12.3f %12.3f %12.3f %s\n", kNames[k], bytes, iters, median, times[0], times[m - 1],
-               failed ? "FAIL" : "Pass");
+        failed = times[n] != 0;
+        const double median = median_of(times, m);
+        printf("%-15s %10zu %7ld %12.3f %12.3f %12.3f", kNames[k], bytes, iters, median, times[0], times[m - 1]);
+        if (j->nonblocking) {
+            const double all = median_of(overall, m), busy = median_of(spent, m);
+            double pct = median > 0 ? 100.0 * (1.0 - (all - busy) / median) : 0;
+            pct = pct < 0 ? 0 : pct > 100 ? 100 : pct;
+            printf(" %12.3f %12.3f %11.1f", all, busy, pct);
+        }
+        printf(" %s\n", failed ? "FAIL" : "Pass");
         fflush(stdout);
     }
     return failed;
@@ -272,7 +364,7 @@ int main(int argc, char** argv) {
     if (!parse(argc, argv, &o)) {
         if (j.rank == 0)
             fprintf(stderr,
-                    "usage: mpirun -np N chorus-mpi-timing [-m MAX] [-c LIST] [-r REPS] [-i SCALE]\n"
+                    "usage: mpirun -np N chorus-mpi-timing [-m MAX] [-c LIST] [-r REPS] [-i SCALE] [-n]\n"
                     "  LIST: comma-separated, from allreduce,bcast,reduce,reduce_scatter,allgather,\n"
                     "        alltoall,gather,scatter,allgatherv,barrier (default all)\n");
         MPI_Finalize();
@@ -280,6 +372,7 @@ int main(int argc, char** argv) {
     }
     const char* corrupt = getenv("CHORUS_MPI_TIMING_CORRUPT");
     j.corrupt = corrupt && *corrupt && strcmp(corrupt, "0") != 0;
+    j.nonblocking = o.nonblocking;
 
     /* The largest buffers any collective needs: a block per rank. */
     const size_t max_elems = o.max_bytes / sizeof(float) * (size_t)j.size;
@@ -292,7 +385,7 @@ int main(int argc, char** argv) {
     j.recv = malloc(max_elems * sizeof(float));
     j.counts = malloc(sizeof(int) * (size_t)j.size);
     j.displs = malloc(sizeof(int) * (size_t)j.size);
-    double* times = malloc(sizeof(double) * (size_t)(o.reps + 1));
+    double* times = malloc(sizeof(double) * (size_t)(3 * o.reps + 1));
     if (!j.send || !j.recv || !j.counts || !j.displs || !times) {
         fprintf(stderr, "rank %d: cannot allocate 2 x %zu bytes\n", j.rank, max_elems * sizeof(float));
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -303,9 +396,11 @@ int main(int argc, char** argv) {
     if (j.rank == 0) {
         printf("# chorus-mpi-timing: %d ranks, MPI_FLOAT (SUM), %d blocks per size; us per call, slowest rank;\n",
                j.size, o.reps);
-        printf("# median, min and max over blocks\n");
-        printf("%-15s %10s %7s %12s %12s %12s %s\n", "collective", "bytes", "iters", "median_us", "min_us", "max_us",
-               "check");
+        printf("# median, min and max over blocks%s\n",
+               o.nonblocking ? "; nonblocking: MPI_I... + MPI_Wait, then with computation in between (overlap)" : "");
+        printf("%-15s %10s %7s %12s %12s %12s", "collective", "bytes", "iters", "median_us", "min_us", "max_us");
+        if (o.nonblocking) printf(" %12s %12s %11s", "overall_us", "compute_us", "overlap_pct");
+        printf(" %s\n", "check");
     }
     int failed = 0;
     for (int k = 0; k < kCollectives; ++k) {

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Tables of tools/interposer-report.sh: per collective and size, the median
 over runs of chorus-mpi-timing's median_us, plain and preloaded, and the
-ratio plain / preloaded.
+ratio plain / preloaded; for nonblocking runs (-n) also the median overlap
+with computation, plain (MPI's) and preloaded (Chorus's).
 
 Usage: interposer_summary.py RAW_DIR
 RAW_DIR holds plain.RUN.txt and preloaded.RUN.txt (chorus-mpi-timing output)."""
@@ -27,8 +28,10 @@ def fmt(v):
 
 
 def read_runs(raw):
-    """times[(collective, bytes)][mode] = [median_us of each run], in file order."""
+    """times[(collective, bytes)][mode] = [median_us of each run], in file order;
+    overlap[...] likewise for overlap_pct when the runs have it."""
     times = defaultdict(lambda: defaultdict(list))
+    overlap = defaultdict(lambda: defaultdict(list))
     order = []
     for mode in MODES:
         paths = glob.glob(os.path.join(raw, mode + ".*.txt"))
@@ -46,26 +49,37 @@ def read_runs(raw):
                 if key not in order:
                     order.append(key)
                 times[key][mode].append(float(row["median_us"]))
-    return order, times
+                if "overlap_pct" in row:
+                    overlap[key][mode].append(float(row["overlap_pct"]))
+    return order, times, overlap
 
 
 def main():
-    order, times = read_runs(sys.argv[1])
+    order, times, overlap = read_runs(sys.argv[1])
+    nb = bool(overlap)
     slower = []
     current = None
     for coll, size in order:
         if coll != current:
             current = coll
             print(f"\n#### {coll} (medians of runs; us per call; ratio = plain / preloaded)\n")
-            print("| size | plain MPI us | preloaded us | ratio |")
-            print("|---:|---:|---:|---:|")
+            if nb:
+                print("| size | plain MPI us | preloaded us | ratio | MPI overlap % | Chorus overlap % |")
+                print("|---:|---:|---:|---:|---:|---:|")
+            else:
+                print("| size | plain MPI us | preloaded us | ratio |")
+                print("|---:|---:|---:|---:|")
         t = times[(coll, size)]
         if any(not t[m] for m in MODES):
             print(f"| {size_label(size)} | missing in some runs | | |")
             continue
         plain, pre = statistics.median(t["plain"]), statistics.median(t["preloaded"])
         ratio = plain / pre if pre > 0 else float("inf")
-        print(f"| {size_label(size)} | {fmt(plain)} | {fmt(pre)} | {ratio:.2f} |")
+        row = f"| {size_label(size)} | {fmt(plain)} | {fmt(pre)} | {ratio:.2f} |"
+        if nb:
+            o = overlap[(coll, size)]
+            row += "".join(f" {statistics.median(o[m]):.0f} |" if o[m] else " |" for m in MODES)
+        print(row)
         if ratio < 1:
             slower.append(f"{coll} {size_label(size)} (x{pre / plain:.2f})")
     print()

@@ -32,7 +32,8 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
 # (they patch mmap, which ThreadSanitizer intercepts); reports inside MPI and
 # UCX, which are not instrumented, are suppressed (test/tsan.supp).
 meson setup build-tsan -Dcuda=disabled -Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dwerror=true
-meson compile -C build-tsan test/test_loopback test/test_mpi_dropin test/interposer/interposer_dropin lib/mpi/chorus_mpi
+meson compile -C build-tsan test/test_loopback test/test_mpi_dropin test/interposer/interposer_dropin \
+  test/interposer/interposer_icalls lib/mpi/chorus_mpi
 TSAN_OPTIONS="suppressions=$PWD/test/tsan.supp halt_on_error=1" UCX_MEM_EVENTS=no \
   meson test -C build-tsan --no-rebuild --print-errorlogs --suite threads --timeout-multiplier 2
 

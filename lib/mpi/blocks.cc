@@ -51,6 +51,7 @@ int Blocks::init(Fn fn, MPI_Comm comm, const void* buf, MPI_Datatype type, const
     type_ = type;
     unit_ = unit;
     shape_ = std::move(shape);
+    write_ = write;
     const size_t n = shape_.counts.size();
     const size_t size = unit.bytes;
     bytes_.resize(n);
@@ -86,7 +87,8 @@ char* Blocks::user_at(size_t i) const {
 int Blocks::pack(size_t i) {
     if (unit_.direct || bytes_[i] == 0) return MPI_SUCCESS;
     int pos = 0;
-    return PMPI_Pack(user_at(i), shape_.counts[i], type_, block(i), static_cast<int>(bytes_[i]), &pos, comm_);
+    // chorus_mpi::pack: MPI_BOTTOM too (MPICH refuses it in PMPI_Pack).
+    return chorus_mpi::pack(user_at(i), shape_.counts[i], type_, block(i), static_cast<int>(bytes_[i]), &pos, comm_);
 }
 
 int Blocks::pack_all() {
@@ -96,15 +98,24 @@ int Blocks::pack_all() {
 }
 
 int Blocks::unpack_all() {
-    if (unit_.direct) return MPI_SUCCESS;
+    if (!write_ || unit_.direct) return MPI_SUCCESS;
     for (size_t i = 0; i < bytes_.size(); ++i) {
         if (bytes_[i] == 0) continue;
         int pos = 0;
-        const int rc =
-            PMPI_Unpack(block(i), static_cast<int>(bytes_[i]), &pos, user_at(i), shape_.counts[i], type_, comm_);
+        const int rc = chorus_mpi::unpack(block(i), static_cast<int>(bytes_[i]), &pos, user_at(i), shape_.counts[i],
+                                          type_, comm_);
         if (rc != MPI_SUCCESS) return rc;
     }
     return host_.finish() ? MPI_SUCCESS : host_.raise(fn_, comm_);
+}
+
+int Pending::own_block(Fn fn, MPI_Comm comm, bool in_place, size_t me, const void* sendbuf, int sendcount,
+                       MPI_Datatype sendtype, const Layout& su) {
+    in_place_ = in_place;
+    me_ = me;
+    if (in_place) return recv.pack(me);  // already where it goes
+    const int rc = send.init(fn, comm, sendbuf, sendtype, su, Shape::one(sendcount), true, false);
+    return rc != MPI_SUCCESS ? rc : send.pack_all();
 }
 
 void* view_blocks(HostStaging& st, const void* buf, const Shape& shape, MPI_Datatype type, bool read, bool write) {

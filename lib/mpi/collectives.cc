@@ -22,17 +22,19 @@
 
 namespace chorus_mpi {
 
-int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-    const Fn fn = kAllreduce;
+int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+              MPI_Request* request) {
+    const Fn fn = which(kAllreduce, request);
     return intercept(
-        fn, comm,
+        fn, comm, request,
         [&](HostStaging& st) {
             const size_t n = elems(count);
             void* r = st.view(recvbuf, n, type, sendbuf == MPI_IN_PLACE, true);
             const void* s = st.view(sendbuf, n, type, true, false);
-            return st.failed() ? MPI_ERR_OTHER : PMPI_Allreduce(s, r, count, type, op, comm);
+            return st.failed() ? MPI_ERR_OTHER
+                               : either(request, PMPI_Allreduce, PMPI_Iallreduce, s, r, count, type, op, comm);
         },
-        [&]() -> int {
+        [&](Call& call) -> int {
             chorus_datatype_t dt;
             chorus_op_t cop;
             if (count < 0 || !map_reduction(type, op, &dt, &cop)) return kPassThrough;
@@ -41,16 +43,18 @@ int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, 
             if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
             count_intercepted(fn);
             const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-            return run_chorus(fn, comm, twin.t.cc, [&] {
-                return chorus_allreduce(send, recvbuf, static_cast<size_t>(count), dt, cop, twin.t.cc, nullptr);
+            return call.run(twin.t, [&](chorus_request_t* r) {
+                return either(r, chorus_allreduce, chorus_iallreduce, send, recvbuf, static_cast<size_t>(count), dt,
+                              cop, twin.t.cc, nullptr);
             });
         });
 }
 
-int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
-    const Fn fn = kReduce;
+int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+           MPI_Request* request) {
+    const Fn fn = which(kReduce, request);
     return intercept(
-        fn, comm,
+        fn, comm, request,
         [&](HostStaging& st) {
             // Intercommunicator: the root group passes MPI_ROOT or MPI_PROC_NULL.
             const bool inter = st.refusing();
@@ -59,9 +63,10 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
             const size_t n = elems(count);
             void* r = is_root ? st.view(recvbuf, n, type, sendbuf == MPI_IN_PLACE, true) : recvbuf;
             const void* s = sends ? st.view(sendbuf, n, type, true, false) : sendbuf;
-            return st.failed() ? MPI_ERR_OTHER : PMPI_Reduce(s, r, count, type, op, root, comm);
+            return st.failed() ? MPI_ERR_OTHER
+                               : either(request, PMPI_Reduce, PMPI_Ireduce, s, r, count, type, op, root, comm);
         },
-        [&]() -> int {
+        [&](Call& call) -> int {
             chorus_datatype_t dt;
             chorus_op_t cop;
             if (count < 0 || !map_reduction(type, op, &dt, &cop)) return kPassThrough;
@@ -73,26 +78,29 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
             if (is_root && recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
             count_intercepted(fn);
             const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-            return run_chorus(fn, comm, twin.t.cc, [&] {
-                return chorus_reduce(send, is_root ? recvbuf : nullptr, static_cast<size_t>(count), dt, cop, root,
-                                      twin.t.cc, nullptr);
+            void* recv = is_root ? recvbuf : nullptr;
+            return call.run(twin.t, [&](chorus_request_t* r) {
+                return either(r, chorus_reduce, chorus_ireduce, send, recv, static_cast<size_t>(count), dt, cop, root,
+                              twin.t.cc, nullptr);
             });
         });
 }
 
-int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type, MPI_Op op,
-                         MPI_Comm comm) {
-    const Fn fn = kReduceScatterBlock;
+int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                         MPI_Request* request) {
+    const Fn fn = which(kReduceScatterBlock, request);
     return intercept(
-        fn, comm,
+        fn, comm, request,
         [&](HostStaging& st) {
             const size_t n = elems(recvcount), p = st.enabled() ? size_of(comm) : 0;
             const bool in_place = sendbuf == MPI_IN_PLACE;
             void* r = st.view(recvbuf, in_place ? n * p : n, type, in_place, true);
             const void* s = st.view(sendbuf, n * p, type, true, false);
-            return st.failed() ? MPI_ERR_OTHER : PMPI_Reduce_scatter_block(s, r, recvcount, type, op, comm);
+            return st.failed() ? MPI_ERR_OTHER
+                               : either(request, PMPI_Reduce_scatter_block, PMPI_Ireduce_scatter_block, s, r, recvcount,
+                                        type, op, comm);
         },
-        [&]() -> int {
+        [&](Call& call) -> int {
             chorus_datatype_t dt;
             chorus_op_t cop;
             if (recvcount < 0 || !map_reduction(type, op, &dt, &cop)) return kPassThrough;
@@ -102,18 +110,18 @@ int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_
             count_intercepted(fn);
             // In place, recvbuf holds every block and the result lands at its start.
             const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-            return run_chorus(fn, comm, twin.t.cc, [&] {
-                return chorus_reduce_scatter(send, recvbuf, static_cast<size_t>(recvcount), dt, cop, twin.t.cc,
-                                              nullptr);
+            return call.run(twin.t, [&](chorus_request_t* r) {
+                return either(r, chorus_reduce_scatter, chorus_ireduce_scatter, send, recvbuf,
+                              static_cast<size_t>(recvcount), dt, cop, twin.t.cc, nullptr);
             });
         });
 }
 
 int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, MPI_Datatype type, MPI_Op op,
-                   MPI_Comm comm) {
-    const Fn fn = kReduceScatter;
+                   MPI_Comm comm, MPI_Request* request) {
+    const Fn fn = which(kReduceScatter, request);
     return intercept(
-        fn, comm,
+        fn, comm, request,
         [&](HostStaging& st) {
             size_t total = 0, mine = 0;
             if (st.enabled() && recvcounts) {
@@ -124,9 +132,11 @@ int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, MP
             const bool in_place = sendbuf == MPI_IN_PLACE;
             void* r = st.view(recvbuf, in_place ? total : mine, type, in_place, true);
             const void* s = st.view(sendbuf, total, type, true, false);
-            return st.failed() ? MPI_ERR_OTHER : PMPI_Reduce_scatter(s, r, recvcounts, type, op, comm);
+            return st.failed()
+                       ? MPI_ERR_OTHER
+                       : either(request, PMPI_Reduce_scatter, PMPI_Ireduce_scatter, s, r, recvcounts, type, op, comm);
         },
-        [&]() -> int {
+        [&](Call& call) -> int {
             chorus_datatype_t dt;
             chorus_op_t cop;
             if (!recvcounts || !map_reduction(type, op, &dt, &cop)) return kPassThrough;
@@ -140,16 +150,20 @@ int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, MP
             }
             count_intercepted(fn);
             const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-            return run_chorus(fn, comm, twin.t.cc, [&] {
-                return chorus_reduce_scatterv(send, recvbuf, counts.data(), dt, cop, twin.t.cc, nullptr);
+            // Chorus copies the counts when it starts the call.
+            return call.run(twin.t, [&](chorus_request_t* r) {
+                return either(r, chorus_reduce_scatterv, chorus_ireduce_scatterv, send, recvbuf, counts.data(), dt, cop,
+                              twin.t.cc, nullptr);
             });
         });
 }
 
-int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-    const Fn fn = kBcast;
+// Broadcast and all-gather move bytes: a predefined type in place, any other
+// one packed around the call (Blocks), as in movement.cc.
+int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request) {
+    const Fn fn = which(kBcast, request);
     return intercept(
-        fn, comm,
+        fn, comm, request,
         [&](HostStaging& st) {
             bool reads, writes;
             if (st.refusing()) {
@@ -160,117 +174,62 @@ int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
                 writes = !reads;
             }
             void* b = reads || writes ? st.view(buffer, elems(count), type, reads, writes) : buffer;
-            return st.failed() ? MPI_ERR_OTHER : PMPI_Bcast(b, count, type, root, comm);
+            return st.failed() ? MPI_ERR_OTHER : either(request, PMPI_Bcast, PMPI_Ibcast, b, count, type, root, comm);
         },
-        [&]() -> int {
-            Layout l;
-            if (!layout_of(type, count, &l)) return kPassThrough;
+        [&](Call& call) -> int {
+            Layout unit;
+            if (count < 0 || !layout_of(type, 1, &unit)) return kPassThrough;
             Twin twin(fn, comm);
             if (!twin.ok) return twin.rc;
             if (buffer == MPI_IN_PLACE) return misuse(fn, comm, "buffer cannot be MPI_IN_PLACE");
             if (root < 0 || root >= twin.t.size) return kPassThrough;
             count_intercepted(fn);
-            chorus_comm_t cc = twin.t.cc;
-            if (l.direct) {
-                return run_chorus(fn, comm, cc, [&] {
-                    return chorus_broadcast(buffer, buffer, l.bytes, CHORUS_UINT8, root, cc, nullptr);
-                });
-            }
-            if (!packable(l.bytes)) return too_large(fn, comm, l.bytes);
-            const int bytes = static_cast<int>(l.bytes);
             const bool is_root = twin.t.rank == root;
-            // PMPI_Pack and PMPI_Unpack read and write host memory only.
-            HostStaging host;
-            void* user = host.view(buffer, elems(count), type, is_root, !is_root);
-            if (host.failed()) return host.raise(fn, comm);
-            std::vector<char> staged(l.bytes);
-            int pos = 0, rc;
-            if (is_root && (rc = pack(user, count, type, staged.data(), bytes, &pos, comm)) != MPI_SUCCESS) return rc;
-            rc = run_chorus(fn, comm, cc, [&] {
-                return chorus_broadcast(staged.data(), staged.data(), l.bytes, CHORUS_UINT8, root, cc, nullptr);
+            Blocks& buf = call.pending().recv;
+            int rc = buf.init(fn, comm, buffer, type, unit, Shape::one(count), is_root, !is_root);
+            if (rc == MPI_SUCCESS && is_root) rc = buf.pack_all();
+            if (rc != MPI_SUCCESS) return rc;
+            return call.run(twin.t, [&](chorus_request_t* r) {
+                return either(r, chorus_broadcast, chorus_ibroadcast, buf.base(), buf.base(), buf.bytes(0),
+                              CHORUS_UINT8, root, twin.t.cc, nullptr);
             });
-            if (rc != MPI_SUCCESS || is_root) return rc;
-            pos = 0;
-            if ((rc = unpack(staged.data(), bytes, &pos, user, count, type, comm)) != MPI_SUCCESS) return rc;
-            return host.finish() ? MPI_SUCCESS : host.raise(fn, comm);
         });
 }
 
 int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-              MPI_Datatype recvtype, MPI_Comm comm) {
-    const Fn fn = kAllgather;
+              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+    const Fn fn = which(kAllgather, request);
+    const bool in_place = sendbuf == MPI_IN_PLACE;
     return intercept(
-        fn, comm,
+        fn, comm, request,
         [&](HostStaging& st) {
-            const bool in_place = sendbuf == MPI_IN_PLACE;
             const size_t p = st.enabled() ? size_of(comm) : 0;
             void* r = st.view(recvbuf, elems(recvcount) * p, recvtype, in_place, true);
             const void* s = st.view(sendbuf, elems(sendcount), sendtype, true, false);
-            return st.failed() ? MPI_ERR_OTHER : PMPI_Allgather(s, sendcount, sendtype, r, recvcount, recvtype, comm);
+            return st.failed() ? MPI_ERR_OTHER
+                               : either(request, PMPI_Allgather, PMPI_Iallgather, s, sendcount, sendtype, r, recvcount,
+                                        recvtype, comm);
         },
-        [&]() -> int {
-            const bool in_place = sendbuf == MPI_IN_PLACE;
-            Layout rl, sl;
-            if (!layout_of(recvtype, recvcount, &rl)) return kPassThrough;
-            if (!in_place && !layout_of(sendtype, sendcount, &sl)) return kPassThrough;
+        [&](Call& call) -> int {
+            Layout ru, su;
+            if (!regular_layouts(in_place, sendcount, sendtype, recvcount, recvtype, &su, &ru)) return kPassThrough;
             Twin twin(fn, comm);
             if (!twin.ok) return twin.rc;
             if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
-            const size_t block = rl.bytes, p = static_cast<size_t>(twin.t.size);
-            const size_t me = static_cast<size_t>(twin.t.rank);
-            if (!in_place && sl.bytes != block)
-                return mismatch(fn, comm, "sendcount * sendtype", sl.bytes, "recvcount * recvtype", block);
+            const size_t p = static_cast<size_t>(twin.t.size), me = static_cast<size_t>(twin.t.rank);
+            size_t block = 0;
+            int rc = regular_block(fn, comm, in_place, sendcount, su, recvcount, ru, &block);
+            if (rc != MPI_SUCCESS) return rc;
             count_intercepted(fn);
-            chorus_comm_t cc = twin.t.cc;
-            // PMPI_Pack and PMPI_Unpack read and write host memory only: a
-            // device buffer of a packed type is seen through a host copy.
-            HostStaging host;
-            char* const user =
-                rl.direct ? static_cast<char*>(recvbuf)
-                          : static_cast<char*>(host.view(recvbuf, elems(recvcount) * p, recvtype, in_place, true));
-            const void* const user_send =
-                in_place || sl.direct ? sendbuf : host.view(sendbuf, elems(sendcount), sendtype, true, false);
-            if (host.failed()) return host.raise(fn, comm);
-            // Where the gathered bytes go: recvbuf itself, or a staging buffer.
-            std::vector<char> staged_recv, staged_send;
-            char* all = user;
-            int rc, pos;
-            if (!rl.direct) {
-                if (!packable(block * p)) return too_large(fn, comm, block * p);
-                staged_recv.resize(block * p);
-                all = staged_recv.data();
-            }
-            const void* send = sendbuf;
-            if (in_place) {
-                if (!rl.direct) {
-                    pos = static_cast<int>(block * me);
-                    const char* mine = user + static_cast<MPI_Aint>(me) * recvcount * rl.extent;
-                    if ((rc = pack(mine, recvcount, recvtype, all, static_cast<int>(block * p), &pos, comm)) !=
-                        MPI_SUCCESS)
-                        return rc;
-                }
-                send = all + block * me;
-            } else if (!sl.direct) {
-                if (!packable(block)) return too_large(fn, comm, block);
-                staged_send.resize(block);
-                pos = 0;
-                if ((rc = pack(user_send, sendcount, sendtype, staged_send.data(), static_cast<int>(block), &pos,
-                               comm)) != MPI_SUCCESS)
-                    return rc;
-                send = staged_send.data();
-            }
-            rc = run_chorus(fn, comm, cc, [&] {
-                return chorus_allgather(send, all, block, CHORUS_UINT8, cc, nullptr);
+            Pending& b = call.pending();
+            if ((rc = b.recv.init(fn, comm, recvbuf, recvtype, ru, Shape::regular(p, recvcount), in_place, true)) !=
+                    MPI_SUCCESS ||
+                (rc = b.own_block(fn, comm, in_place, me, sendbuf, sendcount, sendtype, su)) != MPI_SUCCESS)
+                return rc;
+            return call.run(twin.t, [&](chorus_request_t* r) {
+                return either(r, chorus_allgather, chorus_iallgather, b.own(), b.recv.base(), block, CHORUS_UINT8,
+                              twin.t.cc, nullptr);
             });
-            if (rc != MPI_SUCCESS || rl.direct) return rc;
-            for (size_t i = 0; i < p; ++i) {
-                pos = 0;
-                char* dst = user + static_cast<MPI_Aint>(i) * recvcount * rl.extent;
-                if ((rc = unpack(all + block * i, static_cast<int>(block), &pos, dst, recvcount, recvtype, comm)) !=
-                    MPI_SUCCESS)
-                    return rc;
-            }
-            return host.finish() ? MPI_SUCCESS : host.raise(fn, comm);
         });
 }
 

@@ -3,13 +3,15 @@
 // in an attribute. MPI_Comm_free deletes the attribute, whose callback
 // destroys the Chorus communicator; destroying one is local, so ranks may
 // free their communicators in any order, as MPI allows. Whatever is left at
-// MPI_Finalize is destroyed then.
+// MPI_Finalize is destroyed then. Requests still in flight on a
+// communicator (MPI allows freeing it, and freeing them) are completed
+// first.
 #include <atomic>
 #include <cstdio>
 #include <map>
 #include <mutex>
 
-#include "interposer.h"
+#include "requests.h"
 
 namespace chorus_mpi {
 
@@ -18,7 +20,8 @@ namespace {
 struct Entry {
     uint64_t seq = 0;  // creation order on this rank
     MPI_Comm comm = MPI_COMM_NULL;
-    Target target;     // cc is null once destroyed, or if creation failed
+    Target target;    // cc is null once destroyed, or if creation failed
+    std::mutex lane;  // target.lane
     bool inter = false;
     chorus_result_t failure_result = CHORUS_SUCCESS;
     std::string failure;  // non-empty: creation failed on some rank
@@ -50,14 +53,18 @@ struct LastLookup {
 thread_local LastLookup t_last CHORUS_MPI_TLS;
 
 // While a Chorus call on the communicator waits: one turn of MPI's
-// progress engine (see collectives.cc).
+// progress engine (see collectives.cc), and of the interposer's requests on
+// other communicators (a peer may wait for one of them before it joins
+// this call, as MPI's progress rules allow).
 void drive_mpi(void* arg) {
     int flag = 0;
     PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, static_cast<Entry*>(arg)->comm, &flag, MPI_STATUS_IGNORE);
+    if (requests_live()) progress_requests();
 }
 
 void destroy(Entry* e) {
     if (!e->target.cc) return;
+    finish_requests(e->target.cc);
     chorus_comm_t cc = e->target.cc;
     e->target.cc = nullptr;
     InsideChorus inside;
@@ -94,6 +101,7 @@ Entry* create_entry(MPI_Comm comm) {
     Registry& r = registry();
     Entry* e = new Entry;
     e->comm = comm;
+    e->target.lane = &e->lane;
     {
         std::lock_guard<std::mutex> lock(r.mutex);
         e->seq = r.next_seq++;
@@ -159,6 +167,7 @@ Gate chorus_comm_of(Fn fn, MPI_Comm comm, Target* out, int* error) {
 }
 
 void destroy_all_comms() {
+    finish_requests(nullptr);  // those handed to PMPI with staged buffers too
     Registry& r = registry();
     std::map<uint64_t, Entry*> snapshot;
     {

@@ -1,9 +1,12 @@
-// What every intercepted collective shares (collectives.cc, movement.cc):
-// the gate and the hand-off to PMPI, the communicator's Chorus twin, the
-// wait for a Chorus call, and the errors raised on misuse.
+// What every intercepted collective shares (collectives.cc, movement.cc,
+// rooted.cc): the gate and the hand-off to PMPI, the communicator's Chorus
+// twin, the Chorus call (blocking, or started with a request to return),
+// and the errors raised on misuse.
 #pragma once
 
 #include <climits>
+#include <functional>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -19,18 +22,12 @@ inline bool is_inter(MPI_Comm comm) {
     return PMPI_Comm_test_inter(comm, &flag) == MPI_SUCCESS && flag != 0;
 }
 
-// Hands the call to PMPI: `pmpi(staging)` passes each buffer through
-// staging.view() and calls the PMPI function. With `stage`, device and
-// managed buffers reach MPI as host copies (written ones copied back after
-// the call); on an intercommunicator they are refused with an error.
-template <typename Pmpi>
-int to_pmpi(Fn fn, MPI_Comm comm, bool stage, Pmpi&& pmpi) {
-    stage = stage && comm != MPI_COMM_NULL;
-    HostStaging staging(stage, stage && is_inter(comm));
-    const int rc = pmpi(staging);
-    if (staging.failed()) return staging.raise(fn, comm);
-    if (rc == MPI_SUCCESS && !staging.finish()) return staging.raise(fn, comm);
-    return rc;
+// `blocking(args...)`, or `nonblocking(args..., request)` when there is a
+// request to return: a PMPI_* function and its PMPI_I* twin, or a chorus_*
+// function and its chorus_i* twin, called with the same arguments.
+template <typename R, typename Blocking, typename Nonblocking, typename... Args>
+auto either(R* request, Blocking blocking, Nonblocking nonblocking, Args&&... args) {
+    return request ? nonblocking(args..., request) : blocking(args...);
 }
 
 inline int rank_of(MPI_Comm comm) {
@@ -49,58 +46,9 @@ inline size_t elems(int count) {
     return count > 0 ? static_cast<size_t>(count) : 0;
 }
 
-// `pmpi(staging)` is called as to_pmpi describes. Calls from Chorus itself,
-// and those MPI is not running for, go to PMPI as they are.
-template <typename Pmpi, typename Body>
-int intercept(Fn fn, MPI_Comm comm, Pmpi&& pmpi, Body&& body) {
-    int error = MPI_SUCCESS;
-    switch (open_gate(fn, comm, &error)) {
-        case Gate::Quiet: return to_pmpi(fn, comm, false, pmpi);
-        case Gate::Refused: return error;
-        case Gate::Pass: count_passed(fn); return to_pmpi(fn, comm, true, pmpi);
-        case Gate::Chorus: break;
-    }
-    int rc;
-    try {
-        rc = body();
-    } catch (const std::bad_alloc&) {
-        return raise_error(comm, CHORUS_ERR_OUT_OF_MEMORY, std::string(fn_name(fn)) + ": out of memory");
-    }
-    if (rc != kPassThrough) return rc;
-    count_passed(fn);
-    return to_pmpi(fn, comm, true, pmpi);
-}
-
-// The communicator's Chorus twin: Gate::Chorus, or what to return instead.
-struct Twin {
-    Target t;
-    int rc = MPI_SUCCESS;
-    bool ok = false;
-    Twin(Fn fn, MPI_Comm comm) {
-        switch (chorus_comm_of(fn, comm, &t, &rc)) {
-            case Gate::Chorus: ok = true; break;
-            case Gate::Refused: break;
-            default: rc = kPassThrough; break;
-        }
-    }
-};
-
 inline int finish(Fn fn, MPI_Comm comm, chorus_comm_t cc, chorus_result_t result) {
     if (result == CHORUS_SUCCESS) return MPI_SUCCESS;
     return raise_error(comm, result, std::string(fn_name(fn)) + ": " + chorus_comm_last_error(cc));
-}
-
-// Run a blocking Chorus collective, `call()`; the result as an MPI code.
-// While it waits, the communicator's idle hook (comms.cc) turns MPI's
-// progress engine.
-template <typename Call>
-int run_chorus(Fn fn, MPI_Comm comm, chorus_comm_t cc, Call&& call) {
-    chorus_result_t rc;
-    {
-        InsideChorus inside;
-        rc = call();
-    }
-    return finish(fn, comm, cc, rc);
 }
 
 inline int misuse(Fn fn, MPI_Comm comm, const std::string& what) {
@@ -123,6 +71,23 @@ inline int mismatch(Fn fn, MPI_Comm comm, const char* a, size_t a_bytes, const c
     return misuse(
         fn, comm,
         std::string(a) + " is " + std::to_string(a_bytes) + " bytes but " + b + " is " + std::to_string(b_bytes));
+}
+
+// The regular data-movement forms (all-gather, all-to-all): both sides'
+// layouts of one element, or false for what MPI reports (a negative count,
+// a null datatype); the receive side only in place.
+inline bool regular_layouts(bool in_place, int sendcount, MPI_Datatype sendtype, int recvcount, MPI_Datatype recvtype,
+                            Layout* su, Layout* ru) {
+    return recvcount >= 0 && layout_of(recvtype, 1, ru) && (in_place || (sendcount >= 0 && layout_of(sendtype, 1, su)));
+}
+
+// Their block, in bytes, which both sides of a rank must agree on.
+inline int regular_block(Fn fn, MPI_Comm comm, bool in_place, int sendcount, const Layout& su, int recvcount,
+                         const Layout& ru, size_t* block) {
+    *block = elems(recvcount) * ru.bytes;
+    const size_t sent = elems(sendcount) * su.bytes;
+    if (in_place || sent == *block) return MPI_SUCCESS;
+    return mismatch(fn, comm, "sendcount * sendtype", sent, "recvcount * recvtype", *block);
 }
 
 // ---------------------------------------------------------------------------
@@ -159,7 +124,7 @@ public:
     int pack(size_t i);
     int pack_all();
     // Unpacks every block into the user's buffer, and copies host views of
-    // device buffers back.
+    // device buffers back; nothing unless init() said `write`.
     int unpack_all();
 
     char* base() const { return base_; }
@@ -176,6 +141,7 @@ private:
     MPI_Datatype type_ = MPI_DATATYPE_NULL;
     Layout unit_;
     Shape shape_;
+    bool write_ = false;
     char* user_ = nullptr;  // the user's buffer (or its host view)
     char* base_ = nullptr;  // what Chorus reads and writes
     std::vector<size_t> bytes_, offsets_;
@@ -186,5 +152,175 @@ private:
 // The pointer to hand to PMPI for the blocks of `shape` at `buf` (staged as
 // HostStaging::view does, over the span the blocks cover).
 void* view_blocks(HostStaging& st, const void* buf, const Shape& shape, MPI_Datatype type, bool read, bool write);
+
+// ---------------------------------------------------------------------------
+// Nonblocking calls (requests.cc)
+
+// What a call through Chorus keeps until it completes: its buffers as the
+// bytes Chorus moves (packed copies, host views of device buffers).
+struct Pending {
+    Blocks recv, send;
+
+    // What this rank contributes to a gather (all-gather(v), gather(v)):
+    // sendbuf's block, packed into `send`, or in place block `me` of `recv`
+    // (initialized first). Returns MPI_SUCCESS or the error raised.
+    int own_block(Fn fn, MPI_Comm comm, bool in_place, size_t me, const void* sendbuf, int sendcount,
+                  MPI_Datatype sendtype, const Layout& su);
+    const void* own() const { return in_place_ ? recv.block(me_) : send.base(); }
+    size_t own_bytes() const { return in_place_ ? recv.bytes(me_) : send.bytes(0); }
+
+private:
+    bool in_place_ = false;
+    size_t me_ = 0;
+};
+
+// True while the interposer tracks any request (one relaxed load).
+bool requests_live();
+
+// Holds a communicator's lane (Target::lane), and knows which lanes the
+// calling thread holds: a blocking call's idle hook progresses the requests
+// of other communicators, never of the one it waits on.
+class LaneLock {
+public:
+    explicit LaneLock(std::mutex* lane);
+    LaneLock(std::mutex* lane, std::try_to_lock_t);
+    ~LaneLock();
+    LaneLock(const LaneLock&) = delete;
+    LaneLock& operator=(const LaneLock&) = delete;
+    bool owns() const { return owns_; }
+    static bool held_here(const std::mutex* lane);
+
+private:
+    std::mutex* lane_;
+    bool owns_;
+    LaneLock* outer_;
+};
+
+// One turn of every request in flight: each one finished is completed.
+void progress_requests();
+
+// Starts a Chorus call with `start(&req)` under the lane of `t`, and sets
+// *request to a generalized request that completes with it (unpacking
+// `pending`'s received blocks first). Errors as a blocking call's.
+int start_request(Fn fn, MPI_Comm comm, MPI_Request* request, const Target& t, std::unique_ptr<Pending> pending,
+                  const std::function<chorus_result_t(chorus_request_t*)>& start);
+// A nonblocking call handed to PMPI with host copies of device buffers:
+// *request (MPI's) is replaced with a request that completes when MPI's
+// does, once the written copies are back.
+int track_staged(Fn fn, MPI_Comm comm, MPI_Request* request, HostStaging&& staging);
+
+// Hands the call to PMPI: `pmpi(staging)` passes each buffer through
+// staging.view() and calls the PMPI function (its I-form when `request`).
+// With `stage`, device and managed buffers reach MPI as host copies
+// (written ones copied back after the call, or when a nonblocking one
+// completes: then the program gets a request of the interposer's own); on
+// an intercommunicator they are refused with an error.
+template <typename Pmpi>
+int to_pmpi(Fn fn, MPI_Comm comm, MPI_Request* request, bool stage, Pmpi&& pmpi) {
+    stage = stage && comm != MPI_COMM_NULL;
+    HostStaging staging(stage, stage && is_inter(comm));
+    const int rc = pmpi(staging);
+    if (staging.failed()) return staging.raise(fn, comm);
+    if (request)
+        return rc != MPI_SUCCESS || !staging.staged() ? rc : track_staged(fn, comm, request, std::move(staging));
+    if (rc == MPI_SUCCESS && !staging.finish()) return staging.raise(fn, comm);
+    return rc;
+}
+
+// Run a blocking Chorus collective, `call()`, on `t`; the result as an MPI
+// code. While it waits, the communicator's idle hook (comms.cc) turns MPI's
+// progress engine. While requests are in flight another thread may be
+// completing one of this communicator's: the lane keeps them apart (and
+// costs nothing otherwise).
+template <typename F>
+int run_chorus(Fn fn, MPI_Comm comm, const Target& t, F&& call) {
+    chorus_result_t rc;
+    {
+        InsideChorus inside;
+        if (requests_live()) {
+            LaneLock lane(t.lane);
+            rc = call();
+        } else {
+            rc = call();
+        }
+    }
+    return finish(fn, comm, t.cc, rc);
+}
+
+// One intercepted call on its way to Chorus: blocking, or nonblocking with
+// the request to return. Its buffers (pending().recv and .send) live until
+// the call completes: on the stack for a blocking call, on the heap, handed
+// to the request, for a nonblocking one.
+class Call {
+public:
+    Call(Fn fn, MPI_Comm comm, MPI_Request* request) : fn_(fn), comm_(comm), request_(request) {}
+    // Made on first use: the reductions stage nothing.
+    Pending& pending() {
+        if (!request_) return local_;
+        if (!heap_) heap_.reset(new Pending);
+        return *heap_;
+    }
+
+    // Runs `start(req)` (either(req, chorus_X, chorus_iX, ...)) on `t`:
+    // blocking, with req null, then unpacks the received blocks; or
+    // nonblocking, returning a request that unpacks them at completion.
+    template <typename Start>
+    int run(const Target& t, Start&& start) {
+        if (!request_) {
+            const int rc = run_chorus(fn_, comm_, t, [&] { return start(static_cast<chorus_request_t*>(nullptr)); });
+            return rc != MPI_SUCCESS ? rc : local_.recv.unpack_all();
+        }
+        return start_request(fn_, comm_, request_, t, std::move(heap_), [&](chorus_request_t* r) { return start(r); });
+    }
+
+private:
+    Fn fn_;
+    MPI_Comm comm_;
+    MPI_Request* request_;
+    Pending local_;
+    std::unique_ptr<Pending> heap_;
+};
+
+// `pmpi(staging)` is called as to_pmpi describes; `body(call)` tries
+// Chorus, returning kPassThrough to hand the call to PMPI after all. Calls
+// from Chorus itself, and those MPI is not running for, go to PMPI as they
+// are. Every call that may go to Chorus first lets the requests in flight
+// progress.
+template <typename Pmpi, typename Body>
+int intercept(Fn fn, MPI_Comm comm, MPI_Request* request, Pmpi&& pmpi, Body&& body) {
+    if (request) *request = MPI_REQUEST_NULL;  // what a failed call leaves
+    int error = MPI_SUCCESS;
+    switch (open_gate(fn, comm, &error)) {
+        case Gate::Quiet: return to_pmpi(fn, comm, request, false, pmpi);
+        case Gate::Refused: return error;
+        case Gate::Pass: count_passed(fn); return to_pmpi(fn, comm, request, true, pmpi);
+        case Gate::Chorus: break;
+    }
+    if (requests_live()) progress_requests();
+    int rc;
+    try {
+        Call call(fn, comm, request);
+        rc = body(call);
+    } catch (const std::bad_alloc&) {
+        return raise_error(comm, CHORUS_ERR_OUT_OF_MEMORY, std::string(fn_name(fn)) + ": out of memory");
+    }
+    if (rc != kPassThrough) return rc;
+    count_passed(fn);
+    return to_pmpi(fn, comm, request, true, pmpi);
+}
+
+// The communicator's Chorus twin: Gate::Chorus, or what to return instead.
+struct Twin {
+    Target t;
+    int rc = MPI_SUCCESS;
+    bool ok = false;
+    Twin(Fn fn, MPI_Comm comm) {
+        switch (chorus_comm_of(fn, comm, &t, &rc)) {
+            case Gate::Chorus: ok = true; break;
+            case Gate::Refused: break;
+            default: rc = kPassThrough; break;
+        }
+    }
+};
 
 }  // namespace chorus_mpi

@@ -4,7 +4,10 @@
 //
 // Every decision to intercept depends only on what MPI requires to agree
 // across the ranks of a call (count, datatype, op, root, the communicator)
-// and on the configuration; never on where one rank's buffer lives.
+// and on the configuration; never on where one rank's buffer lives. The
+// nonblocking forms (MPI_Iallreduce ...) decide exactly as their blocking
+// twins and return requests the program completes with MPI_Wait and the
+// rest (requests.h).
 #pragma once
 
 #include <chorus.h>
@@ -12,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -41,8 +45,32 @@ enum Fn {
     kScatter,
     kScatterv,
     kBarrier,
+    // The nonblocking twins, in the same order.
+    kIallreduce,
+    kIbcast,
+    kIreduce,
+    kIreduceScatterBlock,
+    kIreduceScatter,
+    kIallgather,
+    kIallgatherv,
+    kIalltoall,
+    kIalltoallv,
+    kIgather,
+    kIgatherv,
+    kIscatter,
+    kIscatterv,
+    kIbarrier,
     kNumFns
 };
+
+constexpr int kNumBlocking = kIallreduce;
+static_assert(kNumFns == 2 * kNumBlocking, "every collective has a nonblocking twin");
+
+// The function a call is: `blocking`'s nonblocking twin when it returns a
+// request (request != null).
+inline Fn which(Fn blocking, const MPI_Request* request) {
+    return request ? static_cast<Fn>(blocking + kNumBlocking) : blocking;
+}
 
 const char* fn_name(Fn fn);
 
@@ -93,6 +121,10 @@ struct Target {
     chorus_comm_t cc = nullptr;
     int rank = 0;
     int size = 0;
+    // Held around every Chorus call on the communicator while requests are
+    // in flight: threads may complete requests of one communicator at once
+    // (MPI_THREAD_MULTIPLE), and Chorus takes one caller at a time.
+    std::mutex* lane = nullptr;
 };
 
 // The Chorus communicator of `comm`, created on the first call that reaches
@@ -143,11 +175,12 @@ class HostStaging {
 public:
     // Disabled: view() returns every buffer as it is. `refuse_device`: a
     // device or managed buffer is an error (intercommunicators).
-    explicit HostStaging(bool enabled = true, bool refuse_device = false)
-        : enabled_(enabled), refuse_(refuse_device) {}
+    explicit HostStaging(bool enabled = true, bool refuse_device = false) : enabled_(enabled), refuse_(refuse_device) {}
     ~HostStaging();
     HostStaging(const HostStaging&) = delete;
     HostStaging& operator=(const HostStaging&) = delete;
+    // A nonblocking call keeps its host copies until it completes.
+    HostStaging(HostStaging&&) = default;
 
     // The pointer to hand to MPI for `count` elements of `type` at `buf`:
     // buf itself for host memory (and MPI_IN_PLACE, MPI_BOTTOM, null), else
@@ -157,6 +190,7 @@ public:
     // Copies the written copies back to their device buffers.
     bool finish();
     bool failed() const { return !error_.empty(); }
+    bool staged() const { return !regions_.empty(); }
     bool enabled() const { return enabled_; }
     bool refusing() const { return refuse_; }
     // Raises the failure on `comm` (as raise_error) and returns the code.
@@ -177,34 +211,55 @@ private:
 };
 
 // ---------------------------------------------------------------------------
-// The collectives, shared by the C and Fortran entry points (collectives.cc)
+// The collectives, shared by the C and Fortran entry points (collectives.cc).
+// With `request`, the nonblocking form: *request is set to a request that
+// completes through the MPI_Wait and MPI_Test families (requests.h).
 
-int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
-int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm);
-int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm);
-int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type, MPI_Op op,
-                         MPI_Comm comm);
+int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+              MPI_Request* request = nullptr);
+int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request = nullptr);
+int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+           MPI_Request* request = nullptr);
+int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                         MPI_Request* request = nullptr);
 int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, MPI_Datatype type, MPI_Op op,
-                   MPI_Comm comm);
+                   MPI_Comm comm, MPI_Request* request = nullptr);
 int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-              MPI_Datatype recvtype, MPI_Comm comm);
+              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request = nullptr);
 
 // Data movement of irregular blocks, all-to-all, gather, scatter and the
 // barrier (movement.cc).
 int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
-               const int* displs, MPI_Datatype recvtype, MPI_Comm comm);
+               const int* displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request = nullptr);
 int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-             MPI_Datatype recvtype, MPI_Comm comm);
+             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request = nullptr);
 int alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, MPI_Datatype sendtype, void* recvbuf,
-              const int* recvcounts, const int* rdispls, MPI_Datatype recvtype, MPI_Comm comm);
+              const int* recvcounts, const int* rdispls, MPI_Datatype recvtype, MPI_Comm comm,
+              MPI_Request* request = nullptr);
 int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-           MPI_Datatype recvtype, int root, MPI_Comm comm);
+           MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request = nullptr);
 int gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
-            const int* displs, MPI_Datatype recvtype, int root, MPI_Comm comm);
+            const int* displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request = nullptr);
 int scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-            MPI_Datatype recvtype, int root, MPI_Comm comm);
+            MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request = nullptr);
 int scatterv(const void* sendbuf, const int* sendcounts, const int* displs, MPI_Datatype sendtype, void* recvbuf,
-             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
-int barrier(MPI_Comm comm);
+             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request = nullptr);
+int barrier(MPI_Comm comm, MPI_Request* request = nullptr);
+
+// ---------------------------------------------------------------------------
+// Completing requests, shared by the C and Fortran entry points
+// (completion.cc): the MPI functions of the same names, for arrays that mix
+// the requests of nonblocking calls run through Chorus with any others.
+
+int wait(MPI_Request* request, MPI_Status* status);
+int test(MPI_Request* request, int* flag, MPI_Status* status);
+int waitall(int count, MPI_Request* requests, MPI_Status* statuses);
+int testall(int count, MPI_Request* requests, int* flag, MPI_Status* statuses);
+int waitany(int count, MPI_Request* requests, int* index, MPI_Status* status);
+int testany(int count, MPI_Request* requests, int* index, int* flag, MPI_Status* status);
+int waitsome(int count, MPI_Request* requests, int* outcount, int* indices, MPI_Status* statuses);
+int testsome(int count, MPI_Request* requests, int* outcount, int* indices, MPI_Status* statuses);
+int request_free(MPI_Request* request);
+int request_get_status(MPI_Request request, int* flag, MPI_Status* status);
 
 }  // namespace chorus_mpi

@@ -24,19 +24,20 @@ size_t peers(HostStaging& st, MPI_Comm comm) {
 }  // namespace
 
 int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
-               const int* displs, MPI_Datatype recvtype, MPI_Comm comm) {
-    const Fn fn = kAllgatherv;
+               const int* displs, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+    const Fn fn = which(kAllgatherv, request);
     const bool in_place = sendbuf == MPI_IN_PLACE;
     return intercept(
-        fn, comm,
+        fn, comm, request,
         [&](HostStaging& st) {
             const size_t p = recvcounts && displs ? peers(st, comm) : 0;
             void* r = view_blocks(st, recvbuf, Shape::of(p, recvcounts, displs), recvtype, in_place, true);
             const void* s = st.view(sendbuf, elems(sendcount), sendtype, true, false);
             return st.failed() ? MPI_ERR_OTHER
-                               : PMPI_Allgatherv(s, sendcount, sendtype, r, recvcounts, displs, recvtype, comm);
+                               : either(request, PMPI_Allgatherv, PMPI_Iallgatherv, s, sendcount, sendtype, r,
+                                        recvcounts, displs, recvtype, comm);
         },
-        [&]() -> int {
+        [&](Call& call) -> int {
             Layout ru, su;
             if (!layout_of(recvtype, 1, &ru) || (!in_place && (!layout_of(sendtype, 1, &su) || sendcount < 0)))
                 return kPassThrough;
@@ -48,53 +49,47 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
             Shape shape = Shape::of(p, recvcounts, displs);
             if (shape.negative()) return misuse(fn, comm, "recvcounts holds a negative count");
             count_intercepted(fn);
-            chorus_comm_t cc = twin.t.cc;
-            Blocks recv, send;
-            int rc = recv.init(fn, comm, recvbuf, recvtype, ru, std::move(shape), in_place, true);
-            if (rc != MPI_SUCCESS) return rc;
-            if (in_place)
-                rc = recv.pack(me);
-            else if ((rc = send.init(fn, comm, sendbuf, sendtype, su, Shape::one(sendcount), true, false)) ==
-                     MPI_SUCCESS)
-                rc = send.pack_all();
-            if (rc != MPI_SUCCESS) return rc;
-            const void* s = in_place ? recv.block(me) : send.base();
-            const size_t n = in_place ? recv.bytes(me) : send.bytes(0);
-            rc = run_chorus(fn, comm, cc, [&] {
-                return chorus_allgatherv(s, n, recv.base(), recv.counts(), recv.displs(), CHORUS_UINT8, cc, nullptr);
+            Pending& b = call.pending();
+            int rc = b.recv.init(fn, comm, recvbuf, recvtype, ru, std::move(shape), in_place, true);
+            if (rc != MPI_SUCCESS ||
+                (rc = b.own_block(fn, comm, in_place, me, sendbuf, sendcount, sendtype, su)) != MPI_SUCCESS)
+                return rc;
+            return call.run(twin.t, [&](chorus_request_t* r) {
+                return either(r, chorus_allgatherv, chorus_iallgatherv, b.own(), b.own_bytes(), b.recv.base(),
+                              b.recv.counts(), b.recv.displs(), CHORUS_UINT8, twin.t.cc, nullptr);
             });
-            return rc != MPI_SUCCESS ? rc : recv.unpack_all();
         });
 }
 
 int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-             MPI_Datatype recvtype, MPI_Comm comm) {
-    const Fn fn = kAlltoall;
+             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+    const Fn fn = which(kAlltoall, request);
     const bool in_place = sendbuf == MPI_IN_PLACE;
     return intercept(
-        fn, comm,
+        fn, comm, request,
         [&](HostStaging& st) {
             const size_t p = peers(st, comm);
             void* r = st.view(recvbuf, elems(recvcount) * p, recvtype, in_place, true);
             const void* s = st.view(sendbuf, elems(sendcount) * p, sendtype, true, false);
-            return st.failed() ? MPI_ERR_OTHER : PMPI_Alltoall(s, sendcount, sendtype, r, recvcount, recvtype, comm);
+            return st.failed() ? MPI_ERR_OTHER
+                               : either(request, PMPI_Alltoall, PMPI_Ialltoall, s, sendcount, sendtype, r, recvcount,
+                                        recvtype, comm);
         },
-        [&]() -> int {
+        [&](Call& call) -> int {
             Layout ru, su;
-            if (recvcount < 0 || !layout_of(recvtype, 1, &ru) ||
-                (!in_place && (sendcount < 0 || !layout_of(sendtype, 1, &su))))
-                return kPassThrough;
+            if (!regular_layouts(in_place, sendcount, sendtype, recvcount, recvtype, &su, &ru)) return kPassThrough;
             Twin twin(fn, comm);
             if (!twin.ok) return twin.rc;
             if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
             const size_t p = static_cast<size_t>(twin.t.size);
-            const size_t block = elems(recvcount) * ru.bytes;
-            if (!in_place && elems(sendcount) * su.bytes != block)
-                return mismatch(fn, comm, "sendcount * sendtype", elems(sendcount) * su.bytes, "recvcount * recvtype",
-                                block);
+            size_t block = 0;
+            if (const int rc = regular_block(fn, comm, in_place, sendcount, su, recvcount, ru, &block);
+                rc != MPI_SUCCESS)
+                return rc;
             count_intercepted(fn);
             chorus_comm_t cc = twin.t.cc;
-            Blocks recv, send;
+            Blocks& recv = call.pending().recv;
+            Blocks& send = call.pending().send;
             int rc = recv.init(fn, comm, recvbuf, recvtype, ru, Shape::regular(p, recvcount), in_place, true);
             if (rc != MPI_SUCCESS) return rc;
             // In place, the blocks to send are the receive buffer's own.
@@ -105,18 +100,18 @@ int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* re
                 rc = send.pack_all();
             if (rc != MPI_SUCCESS) return rc;
             const void* s = in_place ? recv.base() : send.base();
-            rc = run_chorus(fn, comm, cc,
-                            [&] { return chorus_alltoall(s, recv.base(), block, CHORUS_UINT8, cc, nullptr); });
-            return rc != MPI_SUCCESS ? rc : recv.unpack_all();
+            return call.run(twin.t, [&](chorus_request_t* r) {
+                return either(r, chorus_alltoall, chorus_ialltoall, s, recv.base(), block, CHORUS_UINT8, cc, nullptr);
+            });
         });
 }
 
 int alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, MPI_Datatype sendtype, void* recvbuf,
-              const int* recvcounts, const int* rdispls, MPI_Datatype recvtype, MPI_Comm comm) {
-    const Fn fn = kAlltoallv;
+              const int* recvcounts, const int* rdispls, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+    const Fn fn = which(kAlltoallv, request);
     const bool in_place = sendbuf == MPI_IN_PLACE;
     return intercept(
-        fn, comm,
+        fn, comm, request,
         [&](HostStaging& st) {
             const size_t p = peers(st, comm);
             void* r = view_blocks(st, recvbuf, Shape::of(recvcounts && rdispls ? p : 0, recvcounts, rdispls), recvtype,
@@ -125,11 +120,11 @@ int alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, MP
                 in_place ? sendbuf
                          : view_blocks(st, sendbuf, Shape::of(sendcounts && sdispls ? p : 0, sendcounts, sdispls),
                                        sendtype, true, false);
-            return st.failed()
-                       ? MPI_ERR_OTHER
-                       : PMPI_Alltoallv(s, sendcounts, sdispls, sendtype, r, recvcounts, rdispls, recvtype, comm);
+            return st.failed() ? MPI_ERR_OTHER
+                               : either(request, PMPI_Alltoallv, PMPI_Ialltoallv, s, sendcounts, sdispls, sendtype, r,
+                                        recvcounts, rdispls, recvtype, comm);
         },
-        [&]() -> int {
+        [&](Call& call) -> int {
             Layout ru, su;
             if (!layout_of(recvtype, 1, &ru) || (!in_place && !layout_of(sendtype, 1, &su))) return kPassThrough;
             Twin twin(fn, comm);
@@ -143,7 +138,8 @@ int alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, MP
             if (rshape.negative() || sshape.negative()) return misuse(fn, comm, "a count is negative");
             count_intercepted(fn);
             chorus_comm_t cc = twin.t.cc;
-            Blocks recv, send;
+            Blocks& recv = call.pending().recv;
+            Blocks& send = call.pending().send;
             int rc = recv.init(fn, comm, recvbuf, recvtype, ru, std::move(rshape), in_place, true);
             if (rc != MPI_SUCCESS) return rc;
             if (in_place)
@@ -151,27 +147,28 @@ int alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, MP
             else if ((rc = send.init(fn, comm, sendbuf, sendtype, su, std::move(sshape), true, false)) == MPI_SUCCESS)
                 rc = send.pack_all();
             if (rc != MPI_SUCCESS) return rc;
-            rc = run_chorus(fn, comm, cc, [&] {
-                if (in_place)
-                    return chorus_alltoallv(recv.base(), nullptr, nullptr, recv.base(), recv.counts(), recv.displs(),
-                                            CHORUS_UINT8, cc, nullptr);
-                return chorus_alltoallv(send.base(), send.counts(), send.displs(), recv.base(), recv.counts(),
-                                        recv.displs(), CHORUS_UINT8, cc, nullptr);
+            // In place: the blocks to send are read from the receive buffer.
+            const Blocks& from = in_place ? recv : send;
+            const size_t* sc = in_place ? nullptr : send.counts();
+            const size_t* sd = in_place ? nullptr : send.displs();
+            return call.run(twin.t, [&](chorus_request_t* r) {
+                return either(r, chorus_alltoallv, chorus_ialltoallv, from.base(), sc, sd, recv.base(), recv.counts(),
+                              recv.displs(), CHORUS_UINT8, cc, nullptr);
             });
-            return rc != MPI_SUCCESS ? rc : recv.unpack_all();
         });
 }
 
-int barrier(MPI_Comm comm) {
-    const Fn fn = kBarrier;
+int barrier(MPI_Comm comm, MPI_Request* request) {
+    const Fn fn = which(kBarrier, request);
     return intercept(
-        fn, comm, [&](HostStaging&) { return PMPI_Barrier(comm); },
-        [&]() -> int {
+        fn, comm, request, [&](HostStaging&) { return request ? PMPI_Ibarrier(comm, request) : PMPI_Barrier(comm); },
+        [&](Call& call) -> int {
             Twin twin(fn, comm);
             if (!twin.ok) return twin.rc;
             count_intercepted(fn);
-            chorus_comm_t cc = twin.t.cc;
-            return run_chorus(fn, comm, cc, [&] { return chorus_barrier(cc, nullptr); });
+            return call.run(twin.t, [&](chorus_request_t* r) {
+                return either(r, chorus_barrier, chorus_ibarrier, twin.t.cc, nullptr);
+            });
         });
 }
 

@@ -52,8 +52,8 @@ struct Rooted {
 };
 
 // The gathers: `shape` describes the root's receive buffer.
-int gather_any(Fn fn, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Datatype recvtype,
-               int root, MPI_Comm comm, const Rooted& g, Shape shape, bool v) {
+int gather_any(Call& call, Fn fn, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               MPI_Datatype recvtype, int root, MPI_Comm comm, const Rooted& g, Shape shape, bool v) {
     const bool in_place = g.is_root && sendbuf == MPI_IN_PLACE;
     if (sendbuf == MPI_IN_PLACE && !g.is_root) return misuse(fn, comm, "MPI_IN_PLACE is valid on the root only");
     Layout su, ru;
@@ -65,32 +65,31 @@ int gather_any(Fn fn, const void* sendbuf, int sendcount, MPI_Datatype sendtype,
     }
     count_intercepted(fn);
     chorus_comm_t cc = g.twin.t.cc;
-    Blocks recv, send;
+    Pending& b = call.pending();
+    const Blocks& recv = b.recv;
     int rc;
-    if (g.is_root && (rc = recv.init(fn, comm, recvbuf, recvtype, ru, std::move(shape), in_place, true)) != MPI_SUCCESS)
+    if (g.is_root &&
+        (rc = b.recv.init(fn, comm, recvbuf, recvtype, ru, std::move(shape), in_place, true)) != MPI_SUCCESS)
         return rc;
-    if (in_place)
-        rc = recv.pack(g.me);
-    else if ((rc = send.init(fn, comm, sendbuf, sendtype, su, Shape::one(sendcount), true, false)) == MPI_SUCCESS)
-        rc = send.pack_all();
-    if (rc != MPI_SUCCESS) return rc;
-    const void* s = in_place ? recv.block(g.me) : send.base();
-    const size_t n = in_place ? recv.bytes(g.me) : send.bytes(0);
+    if ((rc = b.own_block(fn, comm, in_place, g.me, sendbuf, sendcount, sendtype, su)) != MPI_SUCCESS) return rc;
+    const void* s = b.own();
+    const size_t n = b.own_bytes();
     if (!v && g.is_root && n != recv.bytes(0))
         return mismatch(fn, comm, "sendcount * sendtype", n, "recvcount * recvtype", recv.bytes(0));
     char* all = g.is_root ? recv.base() : nullptr;
-    rc = run_chorus(fn, comm, cc, [&] {
+    const size_t* counts = g.is_root ? recv.counts() : nullptr;
+    const size_t* displs = g.is_root ? recv.displs() : nullptr;
+    return call.run(g.twin.t, [&](chorus_request_t* r) {
         if (v)
-            return chorus_gatherv(s, n, all, g.is_root ? recv.counts() : nullptr, g.is_root ? recv.displs() : nullptr,
-                                  CHORUS_UINT8, root, cc, nullptr);
-        return chorus_gather(s, all, n, CHORUS_UINT8, root, cc, nullptr);
+            return either(r, chorus_gatherv, chorus_igatherv, s, n, all, counts, displs, CHORUS_UINT8, root, cc,
+                          nullptr);
+        return either(r, chorus_gather, chorus_igather, s, all, n, CHORUS_UINT8, root, cc, nullptr);
     });
-    return rc != MPI_SUCCESS || !g.is_root ? rc : recv.unpack_all();
 }
 
 // The scatters: `shape` describes the root's send buffer.
-int scatter_any(Fn fn, const void* sendbuf, MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
-                int root, MPI_Comm comm, const Rooted& g, Shape shape, bool v) {
+int scatter_any(Call& call, Fn fn, const void* sendbuf, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                MPI_Datatype recvtype, int root, MPI_Comm comm, const Rooted& g, Shape shape, bool v) {
     const bool in_place = g.is_root && recvbuf == MPI_IN_PLACE;
     if (recvbuf == MPI_IN_PLACE && !g.is_root) return misuse(fn, comm, "MPI_IN_PLACE is valid on the root only");
     Layout su, ru;
@@ -102,7 +101,8 @@ int scatter_any(Fn fn, const void* sendbuf, MPI_Datatype sendtype, void* recvbuf
     }
     count_intercepted(fn);
     chorus_comm_t cc = g.twin.t.cc;
-    Blocks send, recv;
+    Blocks& recv = call.pending().recv;
+    Blocks& send = call.pending().send;
     int rc = MPI_SUCCESS;
     if (g.is_root && ((rc = send.init(fn, comm, sendbuf, sendtype, su, std::move(shape), true, false)) != MPI_SUCCESS ||
                       (rc = send.pack_all()) != MPI_SUCCESS))
@@ -116,46 +116,48 @@ int scatter_any(Fn fn, const void* sendbuf, MPI_Datatype sendtype, void* recvbuf
     if (!v && g.is_root && n != send.bytes(0))
         return mismatch(fn, comm, "recvcount * recvtype", n, "sendcount * sendtype", send.bytes(0));
     const char* all = g.is_root ? send.base() : nullptr;
-    rc = run_chorus(fn, comm, cc, [&] {
+    const size_t* counts = g.is_root ? send.counts() : nullptr;
+    const size_t* displs = g.is_root ? send.displs() : nullptr;
+    return call.run(g.twin.t, [&](chorus_request_t* req) {
         if (v)
-            return chorus_scatterv(all, g.is_root ? send.counts() : nullptr, g.is_root ? send.displs() : nullptr, r, n,
-                                   CHORUS_UINT8, root, cc, nullptr);
-        return chorus_scatter(all, r, n, CHORUS_UINT8, root, cc, nullptr);
+            return either(req, chorus_scatterv, chorus_iscatterv, all, counts, displs, r, n, CHORUS_UINT8, root, cc,
+                          nullptr);
+        return either(req, chorus_scatter, chorus_iscatter, all, r, n, CHORUS_UINT8, root, cc, nullptr);
     });
-    return rc != MPI_SUCCESS || in_place ? rc : recv.unpack_all();
 }
 
 }  // namespace
 
 int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-           MPI_Datatype recvtype, int root, MPI_Comm comm) {
-    const Fn fn = kGather;
+           MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+    const Fn fn = which(kGather, request);
     return intercept(
-        fn, comm,
+        fn, comm, request,
         [&](HostStaging& st) {
             const Sides s = sides_of(st, comm, root);
             void* r = s.root ? st.view(recvbuf, elems(recvcount) * s.peers, recvtype, sendbuf == MPI_IN_PLACE, true)
                              : recvbuf;
             const void* b = s.leaf ? st.view(sendbuf, elems(sendcount), sendtype, true, false) : sendbuf;
             return st.failed() ? MPI_ERR_OTHER
-                               : PMPI_Gather(b, sendcount, sendtype, r, recvcount, recvtype, root, comm);
+                               : either(request, PMPI_Gather, PMPI_Igather, b, sendcount, sendtype, r, recvcount,
+                                        recvtype, root, comm);
         },
-        [&]() -> int {
+        [&](Call& call) -> int {
             Rooted g(fn, comm, root);
             if (!g.twin.ok) return g.twin.rc;
             if (!g.root_ok) return kPassThrough;
             if (g.is_root && recvcount < 0) return kPassThrough;
             Shape shape = g.is_root ? Shape::regular(g.p, recvcount) : Shape();
-            return gather_any(fn, sendbuf, sendcount, sendtype, recvbuf, recvtype, root, comm, g, std::move(shape),
-                              false);
+            return gather_any(call, fn, sendbuf, sendcount, sendtype, recvbuf, recvtype, root, comm, g,
+                              std::move(shape), false);
         });
 }
 
 int gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
-            const int* displs, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-    const Fn fn = kGatherv;
+            const int* displs, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+    const Fn fn = which(kGatherv, request);
     return intercept(
-        fn, comm,
+        fn, comm, request,
         [&](HostStaging& st) {
             const Sides s = sides_of(st, comm, root);
             const size_t p = s.root && recvcounts && displs ? s.peers : 0;
@@ -164,48 +166,50 @@ int gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
                              : recvbuf;
             const void* b = s.leaf ? st.view(sendbuf, elems(sendcount), sendtype, true, false) : sendbuf;
             return st.failed() ? MPI_ERR_OTHER
-                               : PMPI_Gatherv(b, sendcount, sendtype, r, recvcounts, displs, recvtype, root, comm);
+                               : either(request, PMPI_Gatherv, PMPI_Igatherv, b, sendcount, sendtype, r, recvcounts,
+                                        displs, recvtype, root, comm);
         },
-        [&]() -> int {
+        [&](Call& call) -> int {
             Rooted g(fn, comm, root);
             if (!g.twin.ok) return g.twin.rc;
             if (!g.root_ok) return kPassThrough;
             if (g.is_root && (!recvcounts || !displs))
                 return misuse(fn, comm, "recvcounts and displs cannot be NULL on the root");
             Shape shape = g.is_root ? Shape::of(g.p, recvcounts, displs) : Shape();
-            return gather_any(fn, sendbuf, sendcount, sendtype, recvbuf, recvtype, root, comm, g, std::move(shape),
-                              true);
+            return gather_any(call, fn, sendbuf, sendcount, sendtype, recvbuf, recvtype, root, comm, g,
+                              std::move(shape), true);
         });
 }
 
 int scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-            MPI_Datatype recvtype, int root, MPI_Comm comm) {
-    const Fn fn = kScatter;
+            MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+    const Fn fn = which(kScatter, request);
     return intercept(
-        fn, comm,
+        fn, comm, request,
         [&](HostStaging& st) {
             const Sides s = sides_of(st, comm, root);
             const void* b = s.root ? st.view(sendbuf, elems(sendcount) * s.peers, sendtype, true, false) : sendbuf;
             void* r = s.leaf ? st.view(recvbuf, elems(recvcount), recvtype, false, true) : recvbuf;
             return st.failed() ? MPI_ERR_OTHER
-                               : PMPI_Scatter(b, sendcount, sendtype, r, recvcount, recvtype, root, comm);
+                               : either(request, PMPI_Scatter, PMPI_Iscatter, b, sendcount, sendtype, r, recvcount,
+                                        recvtype, root, comm);
         },
-        [&]() -> int {
+        [&](Call& call) -> int {
             Rooted g(fn, comm, root);
             if (!g.twin.ok) return g.twin.rc;
             if (!g.root_ok) return kPassThrough;
             if (g.is_root && sendcount < 0) return kPassThrough;
             Shape shape = g.is_root ? Shape::regular(g.p, sendcount) : Shape();
-            return scatter_any(fn, sendbuf, sendtype, recvbuf, recvcount, recvtype, root, comm, g, std::move(shape),
-                               false);
+            return scatter_any(call, fn, sendbuf, sendtype, recvbuf, recvcount, recvtype, root, comm, g,
+                               std::move(shape), false);
         });
 }
 
 int scatterv(const void* sendbuf, const int* sendcounts, const int* displs, MPI_Datatype sendtype, void* recvbuf,
-             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-    const Fn fn = kScatterv;
+             int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+    const Fn fn = which(kScatterv, request);
     return intercept(
-        fn, comm,
+        fn, comm, request,
         [&](HostStaging& st) {
             const Sides s = sides_of(st, comm, root);
             const size_t p = s.root && sendcounts && displs ? s.peers : 0;
@@ -213,17 +217,18 @@ int scatterv(const void* sendbuf, const int* sendcounts, const int* displs, MPI_
                 s.root ? view_blocks(st, sendbuf, Shape::of(p, sendcounts, displs), sendtype, true, false) : sendbuf;
             void* r = s.leaf ? st.view(recvbuf, elems(recvcount), recvtype, false, true) : recvbuf;
             return st.failed() ? MPI_ERR_OTHER
-                               : PMPI_Scatterv(b, sendcounts, displs, sendtype, r, recvcount, recvtype, root, comm);
+                               : either(request, PMPI_Scatterv, PMPI_Iscatterv, b, sendcounts, displs, sendtype, r,
+                                        recvcount, recvtype, root, comm);
         },
-        [&]() -> int {
+        [&](Call& call) -> int {
             Rooted g(fn, comm, root);
             if (!g.twin.ok) return g.twin.rc;
             if (!g.root_ok) return kPassThrough;
             if (g.is_root && (!sendcounts || !displs))
                 return misuse(fn, comm, "sendcounts and displs cannot be NULL on the root");
             Shape shape = g.is_root ? Shape::of(g.p, sendcounts, displs) : Shape();
-            return scatter_any(fn, sendbuf, sendtype, recvbuf, recvcount, recvtype, root, comm, g, std::move(shape),
-                               true);
+            return scatter_any(call, fn, sendbuf, sendtype, recvbuf, recvcount, recvtype, root, comm, g,
+                               std::move(shape), true);
         });
 }
 

@@ -91,6 +91,20 @@ const char* fn_name(Fn fn) {
         case kScatter: return "MPI_Scatter";
         case kScatterv: return "MPI_Scatterv";
         case kBarrier: return "MPI_Barrier";
+        case kIallreduce: return "MPI_Iallreduce";
+        case kIbcast: return "MPI_Ibcast";
+        case kIreduce: return "MPI_Ireduce";
+        case kIreduceScatterBlock: return "MPI_Ireduce_scatter_block";
+        case kIreduceScatter: return "MPI_Ireduce_scatter";
+        case kIallgather: return "MPI_Iallgather";
+        case kIallgatherv: return "MPI_Iallgatherv";
+        case kIalltoall: return "MPI_Ialltoall";
+        case kIalltoallv: return "MPI_Ialltoallv";
+        case kIgather: return "MPI_Igather";
+        case kIgatherv: return "MPI_Igatherv";
+        case kIscatter: return "MPI_Iscatter";
+        case kIscatterv: return "MPI_Iscatterv";
+        case kIbarrier: return "MPI_Ibarrier";
         case kNumFns: break;
     }
     return "?";

@@ -6,6 +6,7 @@
 ! MPI and in MPICH alike.)
 program fortran_calls
   use mpi
+  use interposer_checks
   use iso_c_binding, only: c_long_long
   use iso_fortran_env, only: int32, int64
   implicit none
@@ -16,7 +17,7 @@ program fortran_calls
     end function
   end interface
   integer, parameter :: n = 6
-  integer :: ierr, rank, np, i, r, failures, calls, anyfail
+  integer :: ierr, rank, np, i, r, calls
   integer :: ivals(n), iwant(n), counts(64), ones(128), got(4)
   integer :: vcounts(64), vdispls(64), vbuf(256), vwant(256), total
   double precision :: dvals(3), dwant(3)
@@ -31,7 +32,6 @@ program fortran_calls
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, np, ierr)
-  failures = 0
   calls = 0
   before = intercepted_calls()
 
@@ -228,21 +228,6 @@ program fortran_calls
     call expect(after - before == calls, 'interception count')
   end if
 
-  call MPI_Allreduce(failures, anyfail, 1, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD, ierr)
-  if (rank == 0) print '(a, i0, a, i0, a)', 'fortran (use mpi): ', calls, ' calls at np=', np, &
-                                           merge(' passed', ' FAILED', anyfail == 0)
-  call MPI_Finalize(ierr)
-  if (anyfail /= 0) stop 1
-
-contains
-
-  subroutine expect(ok, what)
-    logical, intent(in) :: ok
-    character(*), intent(in) :: what
-    if (.not. ok) then
-      print '(a, i0, a, a)', 'rank ', rank, ': FAIL ', what
-      failures = failures + 1
-    end if
-  end subroutine
+  call verdict('fortran (use mpi)', calls)
 
 end program

@@ -13,8 +13,10 @@
 //                                 checks the checks themselves
 //
 // Buffers: device on every rank, then device on even ranks and host on odd
-// ones, then managed memory. Exits 77 (skipped) on every rank when any rank
-// has no usable GPU.
+// ones, then managed memory; every call blocking, then as its nonblocking
+// twin (MPI_I... + MPI_Wait: the staging lives until the request
+// completes). Exits 77 (skipped) on every rank when any rank has no usable
+// GPU.
 #include <dlfcn.h>
 #include <mpi.h>
 
@@ -48,6 +50,17 @@ int in_place_reduce_root() {
     if (g_pass) return 0;
 #endif
     return g_size - 1;
+}
+
+bool g_nonblocking = false;  // calls made as MPI_I... + MPI_Wait
+
+// `blocking(args...)`, or `nonblocking(args..., &request)` and MPI_Wait.
+template <typename Blocking, typename Nonblocking, typename... Args>
+int call(Blocking blocking, Nonblocking nonblocking, Args... args) {
+    if (!g_nonblocking) return blocking(args...);
+    MPI_Request q = MPI_REQUEST_NULL;
+    const int rc = nonblocking(args..., &q);
+    return rc != MPI_SUCCESS ? rc : MPI_Wait(&q, MPI_STATUS_IGNORE);
 }
 
 void fail(const std::string& what) {
@@ -169,10 +182,12 @@ void all_calls(Place place, uint64_t seed, const char* label) {
         {  // MPI_Allreduce, MPI_INT SUM, out of place and in place
             Mem in(place, n * 4), out(place, n * 4);
             in.put(ints(seed, me, n));
-            int rc = MPI_Allreduce(in.get(), out.get(), static_cast<int>(n), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            int rc = call(MPI_Allreduce, MPI_Iallreduce, in.get(), out.get(), static_cast<int>(n), MPI_INT, MPI_SUM,
+                          MPI_COMM_WORLD);
             expect(rc, tag + "MPI_Allreduce" + at, out.read<int32_t>(n), int_sum(seed, n));
             expect(MPI_SUCCESS, tag + "MPI_Allreduce input unchanged" + at, in.read<int32_t>(n), ints(seed, me, n));
-            rc = MPI_Allreduce(MPI_IN_PLACE, in.get(), static_cast<int>(n), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            rc = call(MPI_Allreduce, MPI_Iallreduce, MPI_IN_PLACE, in.get(), static_cast<int>(n), MPI_INT, MPI_SUM,
+                      MPI_COMM_WORLD);
             expect(rc, tag + "MPI_Allreduce in place" + at, in.read<int32_t>(n), int_sum(seed, n));
         }
         {  // MPI_Allreduce MPI_MAXLOC on MPI_DOUBLE_INT: Chorus has no pair types
@@ -192,8 +207,8 @@ void all_calls(Place place, uint64_t seed, const char* label) {
             }
             Mem in(place, n * sizeof(Pair)), out(place, n * sizeof(Pair));
             in.put(mine);
-            const int rc =
-                MPI_Allreduce(in.get(), out.get(), static_cast<int>(n), MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
+            const int rc = call(MPI_Allreduce, MPI_Iallreduce, in.get(), out.get(), static_cast<int>(n), MPI_DOUBLE_INT,
+                                MPI_MAXLOC, MPI_COMM_WORLD);
             const std::vector<Pair> got = out.read<Pair>(n);
             std::vector<double> gv(k);
             std::vector<int> gi(k);
@@ -208,12 +223,12 @@ void all_calls(Place place, uint64_t seed, const char* label) {
             int root = p - 1;
             Mem in(place, n * 8), out(place, n * 8);
             in.put(doubles(seed + 2, me, n));
-            int rc = MPI_Reduce(in.get(), me == root ? out.get() : nullptr, static_cast<int>(n), MPI_DOUBLE, MPI_SUM,
-                                root, MPI_COMM_WORLD);
+            int rc = call(MPI_Reduce, MPI_Ireduce, in.get(), me == root ? out.get() : nullptr, static_cast<int>(n),
+                          MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
             if (me == root) expect(rc, tag + "MPI_Reduce" + at, out.read<double>(n), double_sum(seed + 2, n));
             root = in_place_reduce_root();
-            rc = MPI_Reduce(me == root ? MPI_IN_PLACE : in.get(), me == root ? in.get() : nullptr, static_cast<int>(n),
-                            MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
+            rc = call(MPI_Reduce, MPI_Ireduce, me == root ? MPI_IN_PLACE : in.get(), me == root ? in.get() : nullptr,
+                      static_cast<int>(n), MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
             if (me == root)
                 expect(rc, tag + "MPI_Reduce in place" + at, in.read<double>(n), double_sum(seed + 2, n));
             else
@@ -222,8 +237,8 @@ void all_calls(Place place, uint64_t seed, const char* label) {
         {  // MPI_Reduce_scatter_block and MPI_Reduce_scatter (irregular), MPI_INT SUM
             Mem in(place, n * up * 4), out(place, n * 4);
             in.put(ints(seed + 3, me, n * up));
-            int rc =
-                MPI_Reduce_scatter_block(in.get(), out.get(), static_cast<int>(n), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            int rc = call(MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block, in.get(), out.get(), static_cast<int>(n),
+                          MPI_INT, MPI_SUM, MPI_COMM_WORLD);
             std::vector<int32_t> all = int_sum(seed + 3, n * up);
             expect(rc, tag + "MPI_Reduce_scatter_block" + at, out.read<int32_t>(n),
                    std::vector<int32_t>(all.begin() + static_cast<long>(n * static_cast<size_t>(me)),
@@ -234,7 +249,8 @@ void all_calls(Place place, uint64_t seed, const char* label) {
                 counts[static_cast<size_t>(r)] = r % 2 ? 0 : static_cast<int>(n);
                 if (r < me) off += static_cast<size_t>(counts[static_cast<size_t>(r)]);
             }
-            rc = MPI_Reduce_scatter(in.get(), out.get(), counts.data(), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            rc = call(MPI_Reduce_scatter, MPI_Ireduce_scatter, in.get(), out.get(), counts.data(), MPI_INT, MPI_SUM,
+                      MPI_COMM_WORLD);
             const size_t mine = static_cast<size_t>(counts[static_cast<size_t>(me)]);
             std::vector<int32_t> sum = int_sum(seed + 3, n * up);
             expect(rc, tag + "MPI_Reduce_scatter" + at, out.read<int32_t>(mine),
@@ -245,7 +261,7 @@ void all_calls(Place place, uint64_t seed, const char* label) {
             Mem buf(place, n * 8);
             const std::vector<int32_t> root_data = ints(seed + 4, 0, 2 * n);
             buf.put(me == 0 ? root_data : ints(seed + 5, me, 2 * n));
-            int rc = MPI_Bcast(buf.get(), static_cast<int>(n), MPI_INT, 0, MPI_COMM_WORLD);
+            int rc = call(MPI_Bcast, MPI_Ibcast, buf.get(), static_cast<int>(n), MPI_INT, 0, MPI_COMM_WORLD);
             std::vector<int32_t> want = me == 0 ? root_data : ints(seed + 5, me, 2 * n);
             std::copy(root_data.begin(), root_data.begin() + static_cast<long>(n), want.begin());
             expect(rc, tag + "MPI_Bcast" + at, buf.read<int32_t>(2 * n), want);
@@ -255,7 +271,7 @@ void all_calls(Place place, uint64_t seed, const char* label) {
             MPI_Type_commit(&every_other);
             const std::vector<int32_t> mine = ints(seed + 6, me, 2 * n), root2 = ints(seed + 6, 0, 2 * n);
             buf.put(mine);
-            rc = MPI_Bcast(buf.get(), 1, every_other, 0, MPI_COMM_WORLD);
+            rc = call(MPI_Bcast, MPI_Ibcast, buf.get(), 1, every_other, 0, MPI_COMM_WORLD);
             want = mine;
             for (size_t i = 0; i < 2 * n; i += 2) want[i] = root2[i];
             expect(rc, tag + "MPI_Bcast of a vector type" + at, buf.read<int32_t>(2 * n), want);
@@ -264,8 +280,8 @@ void all_calls(Place place, uint64_t seed, const char* label) {
         {  // MPI_Allgather: MPI_DOUBLE, in place, and into a vector type
             Mem in(place, n * 8), out(place, n * up * 8);
             in.put(doubles(seed + 7, me, n));
-            int rc = MPI_Allgather(in.get(), static_cast<int>(n), MPI_DOUBLE, out.get(), static_cast<int>(n),
-                                   MPI_DOUBLE, MPI_COMM_WORLD);
+            int rc = call(MPI_Allgather, MPI_Iallgather, in.get(), static_cast<int>(n), MPI_DOUBLE, out.get(),
+                          static_cast<int>(n), MPI_DOUBLE, MPI_COMM_WORLD);
             std::vector<double> want;
             for (int r = 0; r < p; ++r) {
                 const std::vector<double> v = doubles(seed + 7, r, n);
@@ -276,8 +292,8 @@ void all_calls(Place place, uint64_t seed, const char* label) {
             const std::vector<double> v = doubles(seed + 7, me, n);
             std::copy(v.begin(), v.end(), start.begin() + static_cast<long>(n * static_cast<size_t>(me)));
             out.put(start);
-            rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out.get(), static_cast<int>(n), MPI_DOUBLE,
-                               MPI_COMM_WORLD);
+            rc = call(MPI_Allgather, MPI_Iallgather, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out.get(), static_cast<int>(n),
+                      MPI_DOUBLE, MPI_COMM_WORLD);
             expect(rc, tag + "MPI_Allgather in place" + at, out.read<double>(n * up), want);
         }
     }
@@ -316,9 +332,13 @@ int main(int argc, char** argv) {
     if (count_of("chorus_mpi_intercepted_calls") == ~0ull) fail("libchorus_mpi.so is not loaded");
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     try {
-        all_calls(Place::Device, 100, "device");
-        all_calls(g_rank % 2 == 0 ? Place::Device : Place::Host, 200, "even ranks device, odd ranks host");
-        all_calls(Place::Managed, 300, "managed");
+        for (bool nb : {false, true}) {
+            g_nonblocking = nb;
+            all_calls(Place::Device, 100, nb ? "device, nonblocking" : "device");
+            all_calls(g_rank % 2 == 0 ? Place::Device : Place::Host, 200,
+                      nb ? "even ranks device, odd ranks host, nonblocking" : "even ranks device, odd ranks host");
+            all_calls(Place::Managed, 300, nb ? "managed, nonblocking" : "managed");
+        }
     } catch (const std::exception& e) {
         fail(std::string("threw: ") + e.what());
         MPI_Abort(MPI_COMM_WORLD, 1);
