@@ -171,6 +171,17 @@ std::unique_ptr<Schedule> build_one_sided_bcast(const CollArgs& args);
 std::unique_ptr<Schedule> build_one_sided_reduce(const CollArgs& args);
 std::unique_ptr<Schedule> build_one_sided_reduce_scatter(const CollArgs& args);
 std::unique_ptr<Schedule> build_one_sided_allgather(const CollArgs& args);
+// Two levels, hosts then ranks (CollArgs::hosts), two_level_*.cc: rails
+// for hosts of one size, leaders (or the root's host's representative) for
+// any layout.
+std::unique_ptr<Schedule> build_two_level_rails_allreduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_leaders_allreduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_bcast(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_reduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_rails_reduce_scatter(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_leaders_reduce_scatter(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_rails_allgather(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_leaders_allgather(const CollArgs& args);
 // Whether the largest message of this size class fits a publish slot, as
 // many blocks of it as the collective's flat algorithm publishes.
 bool fits_slot(const CollArgs& args);
