@@ -4,7 +4,8 @@
 // pairs up with its peers' and runs to the end in the cost model's
 // simulation (which fails on a message without its counterpart and on steps
 // that never run), with no two messages between two ranks sharing a tag;
-// and the tag budget holds at 4096 hosts of 8 ranks.
+// the tag budget holds at 4096 hosts of 8 ranks; and the selector takes one
+// where the cost model predicts it fastest, never on a single level.
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
@@ -12,6 +13,8 @@
 
 #include "coll/algorithm.h"
 #include "coll/compose.h"  // kPhaseTagBits
+#include "coll/cost_model.h"
+#include "coll/selector.h"
 #include "coll/simulation.h"
 #include "coll/topology.h"
 
@@ -141,4 +144,49 @@ TEST_CASE("two-level schedules keep to the tag budget at 4096 hosts of 8 ranks",
             REQUIRE(phases != 0);
         }
     }
+}
+
+TEST_CASE("the selector takes a two-level algorithm where it is predicted fastest, never on a single level",
+          "[unit][two_level][selector]") {
+    const std::vector<std::vector<int>> layouts = {{2, 2, 2, 2}, {2, 1, 1}, {4}, {1, 1, 1, 1}};
+    size_t two_level_choices = 0;
+    for (const auto& layout : layouts) {
+        const HostMap m = HostMap::from_layout(layout);
+        CostParams p;
+        p.hosts = std::make_shared<const HostMap>(m);
+        Selector sel(p);
+        for (Collective c : kColls)
+            for (size_t bytes = 64; bytes <= (size_t(64) << 20); bytes *= 8) {
+                CollArgs a = args_for(c, *p.hosts, bytes / 4);
+                a.chunk_bytes = 256 * 1024;
+                a.depth = 16;
+                if (c == Collective::ReduceScatter) a.count = bytes / 4 / m.ranks();
+                const Choice& choice = sel.choose(a);
+                CAPTURE(m.describe(), collective_name(c), bytes);
+                size_t weighed = 0;
+                const Algorithm* best = nullptr;
+                double best_us = 0;
+                for (const auto& [algo, us] : choice.predictions) {
+                    weighed += is_two_level(*algo);
+                    if (!best || us < best_us) {
+                        best = algo;
+                        best_us = us;
+                    }
+                }
+                if (m.flat()) {
+                    REQUIRE(weighed == 0);
+                    REQUIRE_FALSE(is_two_level(*choice.algorithm));
+                    continue;
+                }
+                REQUIRE(weighed > 0);
+                // A two-level algorithm ahead of every flat one by more than
+                // the selector's margin is the choice (or one as good).
+                bool clear = is_two_level(*best);
+                for (const auto& [algo, us] : choice.predictions)
+                    if (!is_two_level(*algo) && us <= best_us * Selector::kNearBest) clear = false;
+                if (clear) REQUIRE(is_two_level(*choice.algorithm));
+                two_level_choices += is_two_level(*choice.algorithm);
+            }
+    }
+    REQUIRE(two_level_choices > 0);
 }
