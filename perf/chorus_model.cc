@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
                         args.op = CHORUS_SUM;
                         args.chunk_bytes = config.chunk_bytes;
                         args.depth = config.window;
+                        args.hosts = params.hosts.get();
                         size_t elems = bytes / esize;
                         args.count = c == coll::Collective::ReduceScatter ? elems / p : elems;
                         if (args.count == 0 && !barrier) continue;

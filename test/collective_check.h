@@ -57,6 +57,12 @@ inline std::vector<int> roots_of(int p) {
     return roots;
 }
 
+// The algorithms that need emulated hosts to run at all (elsewhere they
+// leave the choice to the cost model): test_loopback_two_level.cc runs them.
+inline bool needs_hosts(const std::string& algo) {
+    return algo.rfind("two_level", 0) == 0;
+}
+
 inline bool is_movement(Collective c) {
     return c != Collective::Allreduce && c != Collective::Broadcast && c != Collective::Reduce &&
            c != Collective::ReduceScatter && c != Collective::Allgather;
@@ -270,12 +276,16 @@ struct DeviceGroup {
     std::vector<EmulatedDevice*> devices;
     LoopbackGroup group;
 
-    DeviceGroup(int p, const chorus::Config& cfg, bool direct, bool rendezvous = false, int items_per_poll = 1)
-        : group(p, cfg, rendezvous, [this, items_per_poll] {
-              auto d = std::make_unique<EmulatedDevice>(mem, items_per_poll);
-              devices.push_back(d.get());
-              return d;
-          }) {
+    DeviceGroup(int p, const chorus::Config& cfg, bool direct, bool rendezvous = false, int items_per_poll = 1,
+                const std::vector<int>& hosts = {})
+        : group(
+              p, cfg, rendezvous,
+              [this, items_per_poll] {
+                  auto d = std::make_unique<EmulatedDevice>(mem, items_per_poll);
+                  devices.push_back(d.get());
+                  return d;
+              },
+              nullptr, hosts) {
         auto m = mem;
         group.hub->emulate_device([m](const void* q) { return m->is_device(q); }, direct);
     }

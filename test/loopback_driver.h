@@ -19,6 +19,8 @@ namespace test {
 struct LoopbackGroup {
     std::shared_ptr<chorus::net::LoopbackHub> hub;
     std::vector<std::unique_ptr<chorus::Communicator>> comms;
+    // The algorithm each rank ran in the last run().
+    std::vector<const char*> algorithms;
 
     using Wrap = std::function<std::unique_ptr<chorus::net::Transport>(std::unique_ptr<chorus::net::Transport>)>;
     // `device` makes each rank's Device (default: CUDA's); `wrap` puts
@@ -52,8 +54,11 @@ struct LoopbackGroup {
         int n = size();
         std::vector<chorus::Operation*> ops(n);
         std::vector<chorus_result_t> rc(n, CHORUS_SUCCESS);
-        for (int r = 0; r < n; ++r)
+        algorithms.assign(static_cast<size_t>(n), "");
+        for (int r = 0; r < n; ++r) {
             ops[r] = comms[r]->start(args[r], send[r], recv[r], streams.empty() ? nullptr : streams[r]);
+            algorithms[r] = ops[r]->algorithm;
+        }
         size_t last_total = ~size_t(0);
         int stalled = 0;
         for (;;) {

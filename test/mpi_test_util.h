@@ -6,7 +6,9 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "chorus.h"
 
@@ -32,17 +34,46 @@ inline bool all_ranks(bool ok) {
     return all == 1;
 }
 
+// What the run's own CHORUS_ALGO (the environment of mpirun) forces for
+// `coll`, or "" (the virtual cluster forces the two-level algorithms so).
+inline std::string run_forces(const std::string& coll) {
+    const char* env = std::getenv("CHORUS_ALGO");
+    const std::string text = env ? env : "", key = coll + "=";
+    std::string found;
+    for (size_t pos = 0; pos < text.size();) {
+        size_t end = text.find(',', pos);
+        if (end == std::string::npos) end = text.size();
+        if (text.compare(pos, key.size(), key) == 0) found = text.substr(pos + key.size(), end - pos - key.size());
+        pos = end + 1;
+    }
+    return found;
+}
+
+// The algorithms a test sweeps for `coll`: `all`, or only the one the run's
+// CHORUS_ALGO forces for it.
+inline std::vector<std::string> algorithms(const std::string& coll, std::initializer_list<const char*> all) {
+    const std::string forced = run_forces(coll);
+    if (!forced.empty()) return {forced};
+    return std::vector<std::string>(all.begin(), all.end());
+}
+
 // A communicator on MPI_COMM_WORLD that forces `algo` for `coll`
-// (CHORUS_ALGO is read at creation), with pipeline pieces of `chunk` bytes.
+// (CHORUS_ALGO is read at creation; the run's own choices for the other
+// collectives stay), with pipeline pieces of `chunk` bytes.
 // The caller checks `rc`.
 struct ForcedComm {
     chorus_comm_t c = nullptr;
     chorus_result_t rc;
     ForcedComm(const std::string& coll, const std::string& algo, const char* chunk = "16K") {
-        setenv("CHORUS_ALGO", (coll + "=" + algo).c_str(), 1);
+        const char* env = std::getenv("CHORUS_ALGO");
+        const std::string outer = env ? env : "", mine = coll + "=" + algo;
+        setenv("CHORUS_ALGO", (outer.empty() ? mine : outer + "," + mine).c_str(), 1);
         setenv("CHORUS_CHUNK_BYTES", chunk, 1);
         rc = chorus_comm_create(MPI_COMM_WORLD, &c);
-        unsetenv("CHORUS_ALGO");
+        if (outer.empty())
+            unsetenv("CHORUS_ALGO");
+        else
+            setenv("CHORUS_ALGO", outer.c_str(), 1);
         unsetenv("CHORUS_CHUNK_BYTES");
     }
     ~ForcedComm() { chorus_comm_destroy(c); }

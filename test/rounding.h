@@ -238,6 +238,50 @@ inline uint64_t binomial(const Element& el, int p, int root, int rel) {
     return acc;
 }
 
+// The value an element gets from algorithm `algo` of collective `coll`
+// (flat: one level) whose ranks' inputs are el.x (p of them, in group rank
+// order), for an element of block `block` (of split(total, p, .) blocks; a
+// reduce-scatter's own block numbers), before AVG's division. False for an
+// algorithm whose order this model does not know.
+inline bool flat_order(const std::string& coll, const std::string& algo, const Element& el, int p, int root, int block,
+                       uint64_t* out) {
+    const std::vector<uint64_t>& x = el.x;
+    const std::string key = coll + ":" + algo;
+    uint64_t v = x[0];
+    if (p == 1) {
+        // A single rank's input as is.
+    } else if (key == "allreduce:ring") {
+        // Block b starts at rank b; each next rank combines its input
+        // with the partial it receives.
+        v = x[block];
+        for (int k = 1; k < p; ++k) v = el.f(x[(block + k) % p], v);
+    } else if (key == "reduce_scatter:ring") {
+        // Block b starts at rank b+1 and ends at rank b, each rank
+        // reducing its input into the received partial.
+        v = x[(block + 1) % p];
+        for (int k = 2; k <= p; ++k) v = el.f(v, x[(block + k) % p]);
+    } else if (algo == "one_sided") {
+        // The owner of block b reads it from every rank in the order
+        // b, b+1, ..., reducing each into its partial.
+        v = x[block];
+        for (int k = 1; k < p; ++k) v = el.f(v, x[(block + k) % p]);
+    } else if (algo == "shm_flat") {
+        // Every rank folds the published inputs in rank order.
+        for (int r = 1; r < p; ++r) v = el.f(v, x[r]);
+    } else if (key == "reduce:binomial") {
+        v = binomial(el, p, root, 0);
+    } else if (key == "allreduce:recursive_doubling") {
+        v = butterfly(el, p, false);
+    } else if (key == "allreduce:rabenseifner" || key == "reduce_scatter:halving" ||
+               key == "reduce:reduce_scatter_gather") {
+        v = butterfly(el, p, true);
+    } else {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 // What the algorithm must give for every element of a reduction whose
 // inputs are `in[r]` (total elements each; a reduce_scatter's blocks are
 // `counts`, all of them concatenated in the result). Empty (and `why` set)
@@ -253,41 +297,13 @@ inline std::vector<char> in_documented_order(const std::string& coll, const std:
     std::vector<char> out(total * esize(dt));
     std::vector<uint64_t> x(p);
     const Element el{dt, op == CHORUS_AVG ? CHORUS_SUM : op, x};
-    const std::string key = coll + ":" + algo;
     int block = 0;
     for (size_t i = 0; i < total; ++i) {
         while (block + 1 < p && off[block + 1] <= i) ++block;
         for (int r = 0; r < p; ++r) x[r] = load_bits(dt, in[r].data(), i);
-        uint64_t v = x[0];
-        if (p == 1) {
-            // A single rank's input as is.
-        } else if (key == "allreduce:ring") {
-            // Block b starts at rank b; each next rank combines its input
-            // with the partial it receives.
-            v = x[block];
-            for (int k = 1; k < p; ++k) v = el.f(x[(block + k) % p], v);
-        } else if (key == "reduce_scatter:ring") {
-            // Block b starts at rank b+1 and ends at rank b, each rank
-            // reducing its input into the received partial.
-            v = x[(block + 1) % p];
-            for (int k = 2; k <= p; ++k) v = el.f(v, x[(block + k) % p]);
-        } else if (algo == "one_sided") {
-            // The owner of block b reads it from every rank in the order
-            // b, b+1, ..., reducing each into its partial.
-            v = x[block];
-            for (int k = 1; k < p; ++k) v = el.f(v, x[(block + k) % p]);
-        } else if (algo == "shm_flat") {
-            // Every rank folds the published inputs in rank order.
-            for (int r = 1; r < p; ++r) v = el.f(v, x[r]);
-        } else if (key == "reduce:binomial") {
-            v = binomial(el, p, root, 0);
-        } else if (key == "allreduce:recursive_doubling") {
-            v = butterfly(el, p, false);
-        } else if (key == "allreduce:rabenseifner" || key == "reduce_scatter:halving" ||
-                   key == "reduce:reduce_scatter_gather") {
-            v = butterfly(el, p, true);
-        } else {
-            if (why) *why = "no documented order for " + key;
+        uint64_t v = 0;
+        if (!flat_order(coll, algo, el, p, root, block, &v)) {
+            if (why) *why = "no documented order for " + coll + ":" + algo;
             return {};
         }
         if (op == CHORUS_AVG) v = divide(dt, v, p);

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "coll/one_sided_steps.h"
+#include "coll/two_level.h"
 #include "reduce/datatype.h"
 
 namespace chorus::coll {
@@ -69,6 +70,12 @@ void side_arrays(const CollArgs& a, Side side, const std::vector<size_t>** c, co
 
 bool one_sided(const CollArgs& a) {
     return os_supported(a);
+}
+bool two_level(const CollArgs& a) {
+    return two_level_applies(a);
+}
+bool rails(const CollArgs& a) {
+    return two_level_even(a);
 }
 
 }  // namespace
@@ -151,6 +158,8 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Allreduce, "rabenseifner", build_rabenseifner_allreduce, any},
         {Collective::Allreduce, "shm_flat", build_flat_allreduce, slots},
         {Collective::Allreduce, "one_sided", build_one_sided_allreduce, one_sided},
+        {Collective::Allreduce, "two_level_rails", build_two_level_rails_allreduce, rails},
+        {Collective::Allreduce, "two_level_leaders", build_two_level_leaders_allreduce, two_level},
     };
     static const std::vector<Algorithm> bcast = {
         {Collective::Broadcast, "binomial", build_binomial_bcast, any},
@@ -158,24 +167,30 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Broadcast, "scatter_allgather", build_scatter_allgather_bcast, any},
         {Collective::Broadcast, "shm_flat", build_flat_bcast, slots},
         {Collective::Broadcast, "one_sided", build_one_sided_bcast, one_sided},
+        {Collective::Broadcast, "two_level", build_two_level_bcast, two_level},
     };
     static const std::vector<Algorithm> reduce = {
         {Collective::Reduce, "binomial", build_binomial_reduce, any},
         {Collective::Reduce, "reduce_scatter_gather", build_reduce_scatter_gather_reduce, any},
         {Collective::Reduce, "shm_flat", build_flat_reduce, slots},
         {Collective::Reduce, "one_sided", build_one_sided_reduce, one_sided},
+        {Collective::Reduce, "two_level", build_two_level_reduce, two_level},
     };
     static const std::vector<Algorithm> reduce_scatter = {
         {Collective::ReduceScatter, "halving", build_halving_reduce_scatter, any},
         {Collective::ReduceScatter, "ring", build_ring_reduce_scatter, any},
         {Collective::ReduceScatter, "shm_flat", build_flat_reduce_scatter, slots},
         {Collective::ReduceScatter, "one_sided", build_one_sided_reduce_scatter, one_sided},
+        {Collective::ReduceScatter, "two_level_rails", build_two_level_rails_reduce_scatter, rails},
+        {Collective::ReduceScatter, "two_level_leaders", build_two_level_leaders_reduce_scatter, two_level},
     };
     static const std::vector<Algorithm> allgather = {
         {Collective::Allgather, "ring", build_ring_allgather, any},
         {Collective::Allgather, "bruck", build_bruck_allgather, any},
         {Collective::Allgather, "shm_flat", build_flat_allgather, slots},
         {Collective::Allgather, "one_sided", build_one_sided_allgather, one_sided},
+        {Collective::Allgather, "two_level_rails", build_two_level_rails_allgather, rails},
+        {Collective::Allgather, "two_level_leaders", build_two_level_leaders_allgather, two_level},
     };
     static const std::vector<Algorithm> allgatherv = {
         {Collective::Allgatherv, "ring", build_ring_allgather, any},

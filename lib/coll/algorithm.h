@@ -43,6 +43,8 @@
 
 namespace chorus::coll {
 
+class HostMap;
+
 enum class Collective {
     Allreduce,
     Broadcast,
@@ -89,6 +91,12 @@ struct CollArgs {
     int depth = 16;                   // chunks in flight per phase (scratch slots)
     size_t slot_bytes = 0;            // room in a publish slot (0: the ranks share no memory)
     bool one_sided = false;           // every rank on one host, each reading the others' memory
+    // Which ranks share a host (null: one host), as every rank agrees
+    // (topology.h); owned by the communicator, or whoever builds.
+    const HostMap* hosts = nullptr;
+    // The bits of a message's algorithm tag this schedule may use (steps.h's
+    // TagSpace); a two-level algorithm builds its phases with fewer.
+    uint32_t tag_bits = kStepTagBits;
 
     // reduce_scatter: elements of block i, and where it starts in Send.
     size_t block_count(int i) const { return counts.empty() ? count : counts[i]; }
@@ -163,6 +171,17 @@ std::unique_ptr<Schedule> build_one_sided_bcast(const CollArgs& args);
 std::unique_ptr<Schedule> build_one_sided_reduce(const CollArgs& args);
 std::unique_ptr<Schedule> build_one_sided_reduce_scatter(const CollArgs& args);
 std::unique_ptr<Schedule> build_one_sided_allgather(const CollArgs& args);
+// Two levels, hosts then ranks (CollArgs::hosts), two_level_*.cc: rails
+// for hosts of one size, leaders (or the root's host's representative) for
+// any layout.
+std::unique_ptr<Schedule> build_two_level_rails_allreduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_leaders_allreduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_bcast(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_reduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_rails_reduce_scatter(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_leaders_reduce_scatter(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_rails_allgather(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_leaders_allgather(const CollArgs& args);
 // Whether the largest message of this size class fits a publish slot, as
 // many blocks of it as the collective's flat algorithm publishes.
 bool fits_slot(const CollArgs& args);

@@ -87,7 +87,7 @@ std::unique_ptr<Schedule> build_bruck_alltoall(const CollArgs& a) {
         for (int i = d; i < p; ++i) moved += (i & d) != 0;
         most = std::max(most, moved);
     }
-    const TagSpace tags(ceil_log2(static_cast<uint64_t>(p)));  // one step index a round
+    const TagSpace tags(ceil_log2(static_cast<uint64_t>(p)), a.tag_bits);  // one step index a round
     const size_t out_pack = static_cast<size_t>(p) * blk, in_pack = out_pack + most * blk;
     s.need_scratch(in_pack + most * blk);
 

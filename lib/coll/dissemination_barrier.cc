@@ -19,7 +19,7 @@ std::unique_ptr<Schedule> build_dissemination_barrier(const CollArgs& a) {
     Schedule& s = *sched;
     const int p = a.size, r = a.rank;
     std::vector<StepId> heard;                                 // the tokens of the rounds before
-    const TagSpace tags(ceil_log2(static_cast<uint64_t>(p)));  // one step index a round
+    const TagSpace tags(ceil_log2(static_cast<uint64_t>(p)), a.tag_bits);  // one step index a round
     size_t round = 0;
     for (int d = 1; d < p; d *= 2, ++round) {
         s.send(mod(r + d, p), tags.tag(round, 0), {Buf::Scratch, 0}, 1, heard);

@@ -69,7 +69,7 @@ std::unique_ptr<Schedule> build_ring_allreduce(const CollArgs& a) {
     const int next = ring_next(r, p), prev = ring_prev(r, p);
     const size_t max_block = split(a.count, p, 0).size();
     // Tags: step (phase, s) is phase * (p-1) + s; chunk c is the piece.
-    const TagSpace tags(2 * static_cast<uint64_t>(p - 1));
+    const TagSpace tags(2 * static_cast<uint64_t>(p - 1), a.tag_bits);
     const size_t chunks =
         std::min(tags.max_pieces(), num_chunks(max_block, std::max<size_t>(1, a.chunk_bytes / esize)));
     const size_t slot_bytes = ceil_div(max_block, chunks) * esize;

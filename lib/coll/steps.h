@@ -26,7 +26,9 @@ namespace chorus::coll {
 // kPieceBudget / steps, so that a schedule's transfers stay bounded however
 // many ranks and bytes it has (beyond, a message goes in fewer, larger
 // pieces). Every tag an algorithm puts on a message comes from tag(), which
-// checks both fields.
+// checks both fields. A schedule may get fewer than kStepTagBits bits
+// (CollArgs::tag_bits): a two-level algorithm gives each of its phases a
+// part of the field (lib/coll/compose.h).
 constexpr size_t kPieceBudget = size_t(1) << 18;
 
 // Bits needed to write n (0 for 0).
@@ -38,12 +40,11 @@ inline uint32_t bits_for(uint64_t n) {
 
 class TagSpace {
 public:
-    explicit TagSpace(uint64_t steps) : steps_(steps ? steps : 1) {
+    explicit TagSpace(uint64_t steps, uint32_t bits = kStepTagBits) : steps_(steps ? steps : 1) {
         step_bits_ = bits_for(steps_ - 1);
-        if (step_bits_ > static_cast<uint32_t>(kStepTagBits))
-            fail(CHORUS_ERR_UNSUPPORTED, "tag budget: ", steps_, " algorithm steps do not fit ", kStepTagBits,
-                 " tag bits");
-        piece_bits_ = kStepTagBits - step_bits_;
+        if (bits > static_cast<uint32_t>(kStepTagBits) || step_bits_ > bits)
+            fail(CHORUS_ERR_UNSUPPORTED, "tag budget: ", steps_, " algorithm steps do not fit ", bits, " tag bits");
+        piece_bits_ = bits - step_bits_;
         max_pieces_ = std::max<size_t>(1, std::min<size_t>(size_t(1) << piece_bits_, kPieceBudget / steps_));
     }
     uint64_t steps() const { return steps_; }
@@ -72,7 +73,7 @@ public:
           a_(a),
           esize_(datatype_size(a.dtype)),
           chunk_elems_(std::max<size_t>(1, a.chunk_bytes / datatype_size(a.dtype))),
-          tags_(steps) {}
+          tags_(steps, a.tag_bits) {}
 
     size_t esize() const { return esize_; }
     Region at(Buf b, size_t elem) const { return {b, elem * esize_}; }

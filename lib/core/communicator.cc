@@ -151,6 +151,7 @@ void Communicator::fill(coll::CollArgs& args) const {
     args.depth = config_.window;
     args.slot_bytes = transport_->slot_bytes();
     args.one_sided = transport_->one_sided();
+    args.hosts = hosts_.get();
 }
 
 Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* recvbuf, void* stream) {

@@ -1,6 +1,7 @@
 #include "core/schedule_cache.h"
 
 #include "base/log.h"
+#include "coll/topology.h"
 
 namespace chorus {
 
@@ -38,9 +39,24 @@ size_t ScheduleCache::KeyHash::operator()(const Key& k) const {
 
 const coll::Algorithm& ScheduleCache::choose(const coll::CollArgs& args) {
     // A forced algorithm that cannot take these arguments (a flat one whose
-    // message does not fit a slot, say) leaves the choice to the selector.
-    if (const coll::Algorithm* forced = forced_[static_cast<size_t>(args.coll)])
-        if (!forced->supports || forced->supports(args)) return *forced;
+    // message does not fit a slot, a two-level one on a single level, say)
+    // leaves the choice to the selector. CHORUS_LOG=info says which, once.
+    const size_t ci = static_cast<size_t>(args.coll);
+    if (const coll::Algorithm* forced = forced_[ci]) {
+        const bool takes = !forced->supports || forced->supports(args);
+        const uint8_t bit = takes ? 1 : 2;
+        if (log_choices_ && !(forced_logged_[ci] & bit) && log_level() >= LogLevel::Info) {
+            forced_logged_[ci] |= bit;
+            if (takes)
+                log(LogLevel::Info, args.rank, coll::collective_name(args.coll), ": ", forced->name, " (CHORUS_ALGO)");
+            else
+                log(LogLevel::Info, args.rank, coll::collective_name(args.coll), ": CHORUS_ALGO's ", forced->name,
+                    " does not take these arguments (",
+                    args.hosts ? args.hosts->describe() : cat(args.size, " ranks on one host"),
+                    "); the cost model chooses");
+        }
+        if (takes) return *forced;
+    }
     // Nothing to choose (and the v forms' sizes need not agree across ranks).
     const auto& algos = coll::algorithms_for(args.coll);
     if (algos.size() == 1) return algos.front();

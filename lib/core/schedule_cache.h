@@ -53,6 +53,9 @@ private:
     bool log_choices_;
     // CHORUS_ALGO, resolved once per collective (nullptr: choose).
     std::vector<const coll::Algorithm*> forced_;
+    // Per collective: whether the forced algorithm was logged as taken (1)
+    // and as declining a call (2).
+    std::vector<uint8_t> forced_logged_ = std::vector<uint8_t>(coll::kNumCollectives, 0);
     std::unordered_map<Key, std::shared_ptr<const Schedule>, KeyHash> schedules_;
     // The last call's shape and plan.
     coll::CollArgs last_args_;

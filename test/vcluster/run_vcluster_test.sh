@@ -15,6 +15,11 @@
 #   hosts LAYOUT CHORUS_BENCH  a Chorus all-reduce on that layout with CHORUS_LOG=info:
 #                            rank 0 reports the host map ("4 ranks on 3 hosts (2+1+1)")
 #   run PROGRAM ARGS...      PROGRAM at 2x2; its exit status
+#   forced LAYOUT ALGOS PROGRAM ARGS...
+#                            PROGRAM on that layout with CHORUS_ALGO=ALGOS and
+#                            CHORUS_LOG=info: its exit status, and rank 0 reports
+#                            that each forced algorithm ran ("allreduce:
+#                            two_level_rails (CHORUS_ALGO)")
 set -euo pipefail
 vcluster=$1 mode=$2
 shift 2
@@ -136,6 +141,29 @@ case $mode in
   run)
     "$vcluster" -q 2 2 -- "$@"
     took "$(basename "$1") at 2x2"
+    ;;
+
+  forced)
+    layout=$1 algos=$2
+    shift 2
+    "$vcluster" -q --layout "$layout" --mpirun-args "-x CHORUS_ALGO=$algos -x CHORUS_LOG=info" -- "$@" \
+      >"$dir/log" 2>&1 || {
+      grep -v "^\[chorus info" "$dir/log" | tail -60
+      echo "FAIL: $(basename "$1") failed on $layout with CHORUS_ALGO=$algos"
+      exit 1
+    }
+    grep -v "^\[chorus info" "$dir/log" | tail -3
+    IFS=, read -r -a items <<<"$algos"
+    for item in "${items[@]}"; do
+      want="[chorus info rank 0] ${item%%=*}: ${item#*=} (CHORUS_ALGO)"
+      grep -qF "$want" "$dir/log" || {
+        grep -F "CHORUS_ALGO" "$dir/log" | sort -u | head
+        echo "FAIL: rank 0 did not report '$want'"
+        exit 1
+      }
+      echo "ran: ${item#*=} for ${item%%=*}"
+    done
+    took "$(basename "$1") on $layout, $algos"
     ;;
 
   *)

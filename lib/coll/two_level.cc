@@ -1,0 +1,127 @@
+#include "coll/two_level.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "coll/steps.h"
+#include "reduce/datatype.h"
+
+namespace chorus::coll {
+
+bool two_level_applies(const CollArgs& a) {
+    return a.hosts && a.hosts->ranks() == a.size && !a.hosts->flat();
+}
+
+bool two_level_even(const CollArgs& a) {
+    if (!two_level_applies(a)) return false;
+    const HostMap& m = *a.hosts;
+    for (int h = 1; h < m.hosts(); ++h)
+        if (m.members(h).size() != m.members(0).size()) return false;
+    return true;
+}
+
+const Algorithm& phase_algorithm(const CollArgs& sa) {
+    const size_t bytes = sa.message_bytes();
+    const bool small = bytes <= kSmallPhaseBytes;
+    // A butterfly or tree moves the whole message once a round.
+    const bool few_rounds =
+        bytes * std::max<uint32_t>(1, ceil_log2(static_cast<uint64_t>(sa.size))) <= 2 * kSmallPhaseBytes;
+    const bool pow2 = (sa.size & (sa.size - 1)) == 0;
+    const char* name = "ring";
+    switch (sa.coll) {
+        case Collective::Allreduce: name = few_rounds ? "recursive_doubling" : pow2 ? "rabenseifner" : "ring"; break;
+        case Collective::ReduceScatter: name = small ? "halving" : "ring"; break;
+        case Collective::Reduce: name = few_rounds ? "binomial" : "reduce_scatter_gather"; break;
+        case Collective::Broadcast: name = few_rounds ? "binomial" : "scatter_allgather"; break;
+        case Collective::Allgather: name = small ? "bruck" : "ring"; break;
+        case Collective::Allgatherv: name = "ring"; break;
+        case Collective::Gather: name = small ? "binomial" : "linear"; break;
+        case Collective::Scatterv: name = "linear"; break;
+        default: fail(CHORUS_ERR_INTERNAL, "two-level: no phase algorithm for ", collective_name(sa.coll));
+    }
+    return find_algorithm(sa.coll, name);
+}
+
+void run_phase(Composer& c, uint32_t tag_phase, const CollArgs& sa, const std::vector<int>& group, Place send,
+               Place recv) {
+    c.add(tag_phase, *phase_algorithm(sa).build(sa), sa, group, send, recv);
+}
+
+HostView::HostView(const CollArgs& a)
+    : map(*a.hosts), host(map.host_of(a.rank)), local(map.local_index(a.rank)), hosts(map.hosts()) {}
+
+std::vector<int> HostView::rail(int j) const {
+    std::vector<int> out(static_cast<size_t>(hosts));
+    for (int h = 0; h < hosts; ++h) out[h] = map.members(h).at(static_cast<size_t>(j));
+    return out;
+}
+
+std::vector<int> HostView::by_rail() const {
+    std::vector<int> out;
+    for (int j = 0; j < local_size(); ++j) {
+        const std::vector<int> r = rail(j);
+        out.insert(out.end(), r.begin(), r.end());
+    }
+    return out;
+}
+
+std::vector<int> HostView::leaders() const {
+    return rail(0);
+}
+
+int HostView::rep(int h, int root) const {
+    return map.host_of(root) == h ? root : map.members(h)[0];
+}
+
+std::vector<int> HostView::reps(int root) const {
+    std::vector<int> out(static_cast<size_t>(hosts));
+    for (int h = 0; h < hosts; ++h) out[h] = rep(h, root);
+    return out;
+}
+
+Staging::Staging(std::vector<int> order_, const std::vector<size_t>& counts)
+    : order(std::move(order_)), at_(counts.size()), counts_(counts) {
+    for (int r : order) {
+        at_[r] = total;
+        total += counts[r];
+    }
+}
+
+bool Staging::identity() const {
+    for (size_t i = 0; i < order.size(); ++i)
+        if (order[i] != static_cast<int>(i)) return false;
+    return true;
+}
+
+std::vector<int> host_order(const HostMap& m) {
+    std::vector<int> out;
+    for (int h = 0; h < m.hosts(); ++h) out.insert(out.end(), m.members(h).begin(), m.members(h).end());
+    return out;
+}
+
+std::vector<int> rank_order(int size) {
+    std::vector<int> out(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r) out[r] = r;
+    return out;
+}
+
+std::vector<Composer::Move> moves(const Staging& from, Region src, const Staging& to, Region dst, size_t esize,
+                                  int skip) {
+    std::vector<Composer::Move> out;
+    for (int q : to.order) {
+        const size_t n = to.count(q) * esize;
+        if (q == skip || !n) continue;
+        const Region s{src.buf, src.offset + from.at(q) * esize}, d{dst.buf, dst.offset + to.at(q) * esize};
+        if (!out.empty()) {
+            Composer::Move& last = out.back();
+            if (last.src.offset + last.bytes == s.offset && last.dst.offset + last.bytes == d.offset) {
+                last.bytes += n;
+                continue;
+            }
+        }
+        out.push_back({d, s, n});
+    }
+    return out;
+}
+
+}  // namespace chorus::coll

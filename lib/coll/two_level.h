@@ -1,0 +1,84 @@
+// What the two-level algorithms (two_level_*.cc) share: when a host map calls
+// for them, a rank's place in it and the groups their phases run among, the
+// algorithm each phase runs, and blocks staged in the order a phase needs.
+//
+// Groups: a host's ranks (in rank order, so a rank's local index is its rank
+// in the group); rail j, the ranks of local index j on every host, in host
+// order (hosts are numbered by their lowest rank); the leaders, local index
+// 0 of every host; or the representatives of a rooted collective: the root
+// on its own host, the leader on the others.
+#pragma once
+
+#include <vector>
+
+#include "coll/algorithm.h"
+#include "coll/compose.h"
+#include "coll/topology.h"
+
+namespace chorus::coll {
+
+// Whether `a` carries a host map of several hosts that is not one rank per
+// host (HostMap::flat): only then is there a second level.
+bool two_level_applies(const CollArgs& a);
+// And every host has the same number of ranks (the rails forms).
+bool two_level_even(const CollArgs& a);
+
+// The algorithm a phase runs, from the phase's arguments (so every rank of
+// its group picks the same): the latency-bound one (recursive doubling,
+// binomial trees: while the message times their ceil(log2 size) rounds is
+// at most 2 kSmallPhaseBytes, as they move it whole each round; halving,
+// Bruck, binomial gather: for at most kSmallPhaseBytes a rank, a
+// reduce-scatter's whole input, an all-gather's block), beyond it the
+// bandwidth-bound one (Rabenseifner at a power of two, else the ring;
+// reduce-scatter + gather; scatter + all-gather; the ring reduce-scatter
+// and all-gather; the direct gather). All-gatherv runs the ring, a scatterv
+// the direct one.
+constexpr size_t kSmallPhaseBytes = 64 * 1024;
+const Algorithm& phase_algorithm(const CollArgs& sa);
+// Build that algorithm's schedule for `sa` and add it to `c` (Composer::add).
+void run_phase(Composer& c, uint32_t tag_phase, const CollArgs& sa, const std::vector<int>& group, Place send,
+               Place recv);
+
+// This rank in the host map.
+struct HostView {
+    explicit HostView(const CollArgs& a);
+    const HostMap& map;
+    int host, local, hosts;
+    const std::vector<int>& members() const { return map.members(host); }
+    int local_size() const { return static_cast<int>(members().size()); }
+    std::vector<int> rail(int j) const;
+    // Every rank, rail by rail (hosts of one size).
+    std::vector<int> by_rail() const;
+    std::vector<int> leaders() const;
+    // The root's host's representative is the root, the others' their leader.
+    int rep(int h, int root) const;
+    std::vector<int> reps(int root) const;
+};
+
+// Blocks laid out one after the other in a given order of the ranks: rank
+// order[i]'s block of counts[order[i]] elements after those of order[0..i).
+struct Staging {
+    Staging(std::vector<int> order, const std::vector<size_t>& counts);
+    size_t at(int rank) const { return at_[rank]; }
+    size_t count(int rank) const { return counts_[rank]; }
+    // Whether the order is rank order (every block where a packed buffer of
+    // blocks in rank order has it).
+    bool identity() const;
+    std::vector<int> order;
+    size_t total = 0;
+
+private:
+    std::vector<size_t> at_, counts_;
+};
+// Ranks by host, in local order within each (host 0's first).
+std::vector<int> host_order(const HostMap& m);
+// Rank order.
+std::vector<int> rank_order(int size);
+
+// The copies that move every block but rank `skip`'s from layout `from`
+// (elements from `src`) to layout `to` (from `dst`), a run of blocks
+// adjacent in both one copy.
+std::vector<Composer::Move> moves(const Staging& from, Region src, const Staging& to, Region dst, size_t esize,
+                                  int skip = -1);
+
+}  // namespace chorus::coll
