@@ -6,9 +6,8 @@
 // checked by test/movement_check.h.
 #pragma once
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <functional>
 #include <memory>
 #include <string>
@@ -74,7 +73,9 @@ inline std::string describe(const CollCase& c, int p) {
     return chorus::cat(chorus::coll::collective_name(c.coll), " p=", p, " ", chorus::datatype_name(c.dt), " ",
                        chorus::op_name(c.op), " count=", c.count, counts.empty() ? "" : " counts=", counts,
                        " root=", c.root, c.in_place ? " in-place" : "",
-                       c.shape == Shape::Even ? "" : c.shape == Shape::Irregular ? " irregular" : " skewed");
+                       c.shape == Shape::Even        ? ""
+                       : c.shape == Shape::Irregular ? " irregular"
+                                                     : " skewed");
 }
 
 // The arguments of `c` on p ranks.
@@ -163,8 +164,8 @@ inline std::vector<chorus_result_t> run_placed(LoopbackGroup& group, const CollA
                                                std::vector<std::vector<char>>& in, std::vector<std::vector<char>>& out,
                                                const std::vector<const void*>& send, const std::vector<void*>& recv,
                                                const Placement& place, std::string* error, char poison = '\x5a') {
-    return run_placed(group, std::vector<CollArgs>(static_cast<size_t>(group.size()), args), in, out, send, recv,
-                      place, error, poison);
+    return run_placed(group, std::vector<CollArgs>(static_cast<size_t>(group.size()), args), in, out, send, recv, place,
+                      error, poison);
 }
 
 inline void check_movement(LoopbackGroup& group, const CollCase& c, const Placement& place);
@@ -192,9 +193,9 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
     }
     for (int r = 0; r < p; ++r) {
         size_t in_count = c.coll == Collective::Allgather ? c.count : total;
-        size_t recv_count = c.coll == Collective::Allgather ? c.count * p
-                          : c.coll == Collective::ReduceScatter ? (c.in_place ? total : args.block_count(r))
-                          : total;
+        size_t recv_count = c.coll == Collective::Allgather       ? c.count * p
+                            : c.coll == Collective::ReduceScatter ? (c.in_place ? total : args.block_count(r))
+                                                                  : total;
         in[r].assign(in_count * w + 1, poison);
         ref::fill_input(c.dt, c.op, r, p, c.seed, in[r].data(), in_count);
         out[r].assign(recv_count * w + 1, poison);
@@ -219,7 +220,8 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
             }
             default: {  // allgather
                 want[r].resize(c.count * p * w);
-                for (int k = 0; k < p; ++k) ref::fill_input(c.dt, c.op, k, p, c.seed, want[r].data() + k * c.count * w, c.count);
+                for (int k = 0; k < p; ++k)
+                    ref::fill_input(c.dt, c.op, k, p, c.seed, want[r].data() + k * c.count * w, c.count);
                 out_count[r] = c.count * p;
                 break;
             }

@@ -11,9 +11,8 @@
 // nothing, that nothing was written at all.
 #pragma once
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 

@@ -3,9 +3,8 @@
 // of place, every datatype, with many small pipeline pieces and with sends
 // that complete only when the receiver takes them. The oracle checks every
 // rank's output bitwise and that nothing outside it was written.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 

@@ -6,7 +6,6 @@
 // memory; input written through the caller's stream just before the call.
 // Results are checked bitwise against references from per-rank seeds.
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
 
@@ -20,7 +19,9 @@ namespace {
 
 using test::DeviceGroup;
 
-MemKind all_device(int, bool) { return MemKind::Device; }
+MemKind all_device(int, bool) {
+    return MemKind::Device;
+}
 
 const Collective kAll[] = {Collective::Allreduce,     Collective::Broadcast, Collective::Reduce,
                            Collective::ReduceScatter, Collective::Allgather, Collective::Allgatherv,
@@ -67,8 +68,8 @@ TEST_CASE("device buffers: every algorithm, staged through pinned buffers", "[de
 }
 
 TEST_CASE("device buffers: every datatype and op on the device reducer", "[device]") {
-    const chorus_datatype_t types[] = {CHORUS_INT8,    CHORUS_UINT8,   CHORUS_INT16,   CHORUS_UINT16,
-                                       CHORUS_INT32,   CHORUS_UINT32,  CHORUS_INT64,   CHORUS_UINT64,
+    const chorus_datatype_t types[] = {CHORUS_INT8,    CHORUS_UINT8,    CHORUS_INT16,   CHORUS_UINT16,
+                                       CHORUS_INT32,   CHORUS_UINT32,   CHORUS_INT64,   CHORUS_UINT64,
                                        CHORUS_FLOAT16, CHORUS_BFLOAT16, CHORUS_FLOAT32, CHORUS_FLOAT64};
     const chorus_op_t ops[] = {CHORUS_SUM, CHORUS_PROD, CHORUS_MIN, CHORUS_MAX, CHORUS_AVG};
     for (int p : {2, 3}) {
@@ -99,8 +100,7 @@ TEST_CASE("device buffers: host and device ranks in one collective", "[device]")
                 DeviceGroup g(p, test::forced(coll, "", 4096, 4), direct);
                 // Even ranks on the device, odd ranks in host memory; then
                 // managed memory against pinned host memory.
-                g.check(make_case(coll, 7777, p),
-                        [](int r, bool) { return r % 2 ? MemKind::Host : MemKind::Device; });
+                g.check(make_case(coll, 7777, p), [](int r, bool) { return r % 2 ? MemKind::Host : MemKind::Device; });
                 g.check(make_case(coll, 7777, p, CHORUS_INT32, CHORUS_MAX),
                         [](int r, bool) { return r % 2 ? MemKind::PinnedHost : MemKind::Managed; });
             }
@@ -111,8 +111,7 @@ TEST_CASE("device buffers: host input with device output on one rank, and the re
         for (int p : {1, 2, 5})
             for (bool direct : {false, true}) {
                 DeviceGroup g(p, test::forced(coll, "", 4096, 4), direct);
-                g.check(make_case(coll, 3333, p),
-                        [](int, bool out) { return out ? MemKind::Device : MemKind::Host; });
+                g.check(make_case(coll, 3333, p), [](int, bool out) { return out ? MemKind::Device : MemKind::Host; });
                 g.check(make_case(coll, 3333, p, CHORUS_FLOAT64, CHORUS_AVG),
                         [](int, bool out) { return out ? MemKind::Host : MemKind::Device; });
                 // Ranks disagree too.
@@ -164,7 +163,8 @@ TEST_CASE("device buffers: the input is written on the caller's stream just befo
                     c.in_place = in_place;
                     g.check(c, all_device, true);
                     // Host buffers with a stream wait for it too.
-                    g.check(c, [](int, bool) { return MemKind::PinnedHost; }, true);
+                    g.check(
+                        c, [](int, bool) { return MemKind::PinnedHost; }, true);
                 }
             }
 }

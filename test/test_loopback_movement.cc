@@ -5,9 +5,8 @@
 // in and out of place, with many small pipeline pieces and with sends that
 // complete only when received. The oracle (test/movement_check.h) checks
 // every block bitwise and that nothing else was written.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 

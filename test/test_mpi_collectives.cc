@@ -3,9 +3,9 @@
 // collectives as a second oracle where MPI's arithmetic is exact. Where the
 // run's CHORUS_ALGO forces a collective, its sweep runs that algorithm
 // alone (the virtual cluster forces the two-level ones).
-#include <catch2/catch.hpp>
 #include <mpi.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -29,10 +29,12 @@ struct Comm : mpitest::ForcedComm {
     }
 };
 
-const chorus_datatype_t kTypes[] = {CHORUS_INT8, CHORUS_UINT16, CHORUS_INT32, CHORUS_UINT64,
+const chorus_datatype_t kTypes[] = {CHORUS_INT8,    CHORUS_UINT16,   CHORUS_INT32,   CHORUS_UINT64,
                                     CHORUS_FLOAT16, CHORUS_BFLOAT16, CHORUS_FLOAT32, CHORUS_FLOAT64};
 
-std::vector<size_t> counts_for(int p) { return {0, 1, size_t(p - 1), size_t(p + 1), 30011}; }
+std::vector<size_t> counts_for(int p) {
+    return {0, 1, size_t(p - 1), size_t(p + 1), 30011};
+}
 
 }  // namespace
 
@@ -49,13 +51,13 @@ TEST_CASE("broadcast over UCX, every algorithm and root", "[mpi][bcast]") {
                         ref::fill_input(dt, CHORUS_SUM, root, p, 11, want.data(), count);
                         if (me == root) ref::fill_input(dt, CHORUS_SUM, root, p, 11, in.data(), count);
                         void* recv = in_place && me == root ? in.data() : out.data();
-                        chorus_result_t rc = chorus_broadcast(me == root ? in.data() : nullptr, recv, count, dt, root,
-                                                              comm.c, nullptr);
+                        chorus_result_t rc =
+                            chorus_broadcast(me == root ? in.data() : nullptr, recv, count, dt, root, comm.c, nullptr);
                         INFO(algo << " dt " << dt << " count " << count << " root " << root << ": "
                                   << chorus_comm_last_error(comm.c));
-                        REQUIRE(all_ranks(rc == CHORUS_SUCCESS &&
-                                          std::memcmp(recv, want.data(), count * w) == 0 &&
-                                          static_cast<char*>(recv)[count * w] == (recv == out.data() ? '\x5a' : in[count * w])));
+                        REQUIRE(all_ranks(rc == CHORUS_SUCCESS && std::memcmp(recv, want.data(), count * w) == 0 &&
+                                          static_cast<char*>(recv)[count * w] ==
+                                              (recv == out.data() ? '\x5a' : in[count * w])));
                     }
     }
 }
@@ -176,7 +178,8 @@ TEST_CASE("automatic selection agrees with MPI's own collectives", "[mpi][select
         MPI_Reduce_scatter_block(big.data(), rs_theirs.data(), int(count), MPI_INT32_T, MPI_MAX, MPI_COMM_WORLD);
         REQUIRE(all_ranks(rs_ours == rs_theirs));
         std::vector<int32_t> b_ours(in), b_theirs(in);
-        REQUIRE(chorus_broadcast(b_ours.data(), b_ours.data(), count, CHORUS_INT32, p - 1, c, nullptr) == CHORUS_SUCCESS);
+        REQUIRE(chorus_broadcast(b_ours.data(), b_ours.data(), count, CHORUS_INT32, p - 1, c, nullptr) ==
+                CHORUS_SUCCESS);
         MPI_Bcast(b_theirs.data(), int(count), MPI_INT32_T, p - 1, MPI_COMM_WORLD);
         REQUIRE(all_ranks(b_ours == b_theirs));
         std::vector<int32_t> r_ours(count), r_theirs(count);
@@ -200,7 +203,8 @@ TEST_CASE("nonblocking collectives of different kinds overlap on one communicato
     ref::fill_input(CHORUS_FLOAT32, CHORUS_SUM, me, p, 24, rs_in.data(), n * p);
     ref::fill_input(CHORUS_FLOAT32, CHORUS_SUM, me, p, 25, rd_in.data(), n);
     chorus_request_t q[5];
-    REQUIRE(chorus_iallreduce(ar.data(), ar.data(), n, CHORUS_FLOAT32, CHORUS_SUM, c, nullptr, &q[0]) == CHORUS_SUCCESS);
+    REQUIRE(chorus_iallreduce(ar.data(), ar.data(), n, CHORUS_FLOAT32, CHORUS_SUM, c, nullptr, &q[0]) ==
+            CHORUS_SUCCESS);
     REQUIRE(chorus_ibroadcast(bc.data(), bc.data(), n, CHORUS_FLOAT32, 0, c, nullptr, &q[1]) == CHORUS_SUCCESS);
     REQUIRE(chorus_iallgather(ag_in.data(), ag.data(), n, CHORUS_FLOAT32, c, nullptr, &q[2]) == CHORUS_SUCCESS);
     REQUIRE(chorus_ireduce_scatter(rs_in.data(), rs.data(), n, CHORUS_FLOAT32, CHORUS_SUM, c, nullptr, &q[3]) ==

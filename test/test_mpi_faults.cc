@@ -2,11 +2,11 @@
 // a rank that never joins (timeout), giving up on purpose (abort), and
 // creating and destroying communicators many times without leaking memory or
 // file descriptors.
-#include <catch2/catch.hpp>
 #include <dirent.h>
 #include <mpi.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -141,7 +141,8 @@ TEST_CASE("a rank that never joins makes the others time out, naming the operati
                               msg.find("pending") != std::string::npos && seconds < 10);
     // Later calls say the communicator failed.
     float x = 0;
-    if (me != p - 1) ok = ok && chorus_allreduce(&x, &x, 1, CHORUS_FLOAT32, CHORUS_SUM, c, nullptr) == CHORUS_ERR_COMM_FAILED;
+    if (me != p - 1)
+        ok = ok && chorus_allreduce(&x, &x, 1, CHORUS_FLOAT32, CHORUS_SUM, c, nullptr) == CHORUS_ERR_COMM_FAILED;
     REQUIRE(all_ranks(ok));
     REQUIRE(chorus_comm_destroy(c) == CHORUS_SUCCESS);
 }

@@ -5,10 +5,10 @@
 // checked against references from per-rank seeds and, buffer for buffer
 // (gaps and guard bytes included), against MPI's own collective on the same
 // layout (MPI_Allgatherv, MPI_Alltoallv, MPI_Gatherv, ...) as a second oracle.
-#include <catch2/catch.hpp>
 #include <mpi.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -180,8 +180,8 @@ TEST_CASE("alltoall and alltoallv over UCX, every algorithm, against MPI_Alltoal
 
 TEST_CASE("gather(v) and scatter(v) over UCX, every algorithm and root, against MPI's", "[mpi][gather][scatter]") {
     const int p = world_size(), me = world_rank();
-    for (const char* spec : {"gather=binomial", "gather=linear", "gather=shm_flat", "gatherv=linear", "scatter=binomial",
-                             "scatter=linear", "scatter=shm_flat", "scatterv=linear"}) {
+    for (const char* spec : {"gather=binomial", "gather=linear", "gather=shm_flat", "gatherv=linear",
+                             "scatter=binomial", "scatter=linear", "scatter=shm_flat", "scatterv=linear"}) {
         const std::string s = spec, coll = s.substr(0, s.find('=')), algo = s.substr(s.find('=') + 1);
         const bool v = coll.back() == 'v', gather = coll[0] == 'g';
         mpitest::ForcedComm comm(coll, algo);

@@ -258,8 +258,7 @@ TEST_CASE("the model refuses schedules whose messages do not match", "[unit][cos
     REQUIRE_THROWS_WITH(predict(never, a, CostParams{}), Catch::Contains("publishes none"));
 }
 
-TEST_CASE("a publish costs a copy and an await ends the slot's latency after the peer's publish",
-          "[unit][costmodel]") {
+TEST_CASE("a publish costs a copy and an await ends the slot's latency after the peer's publish", "[unit][costmodel]") {
     CostParams params;
     params.all_local = true;
     const double copy_us = 4096 / (params.copy_gbs * 1e3), reduce_us = 4096 / (params.reduce_gbs * 1e3);

@@ -18,7 +18,7 @@ std::unique_ptr<Schedule> build_dissemination_barrier(const CollArgs& a) {
     auto sched = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
     Schedule& s = *sched;
     const int p = a.size, r = a.rank;
-    std::vector<StepId> heard;                                 // the tokens of the rounds before
+    std::vector<StepId> heard;                                             // the tokens of the rounds before
     const TagSpace tags(ceil_log2(static_cast<uint64_t>(p)), a.tag_bits);  // one step index a round
     size_t round = 0;
     for (int d = 1; d < p; d *= 2, ++round) {

@@ -93,7 +93,7 @@ std::unique_ptr<Schedule> build_ring_allreduce(const CollArgs& a) {
 
     for (size_t c = 0; c < chunks; ++c) {
         // Reduce-scatter.
-        StepId produced = 0;      // the step that wrote the data we send next
+        StepId produced = 0;  // the step that wrote the data we send next
         bool have_produced = false;
         std::vector<StepId> rs_send(p - 1);
         std::vector<bool> rs_sent(p - 1, false);
@@ -134,8 +134,10 @@ std::unique_ptr<Schedule> build_ring_allreduce(const CollArgs& a) {
             Range out = piece(mod(r + 1 - st, p), c), in = piece(mod(r - st, p), c);
             if (out.size()) {
                 Region src{Buf::Recv, out.begin * esize};
-                if (have_produced) s.send(next, tag(1, st, c), src, out.size() * esize, {produced});
-                else s.send(next, tag(1, st, c), src, out.size() * esize);
+                if (have_produced)
+                    s.send(next, tag(1, st, c), src, out.size() * esize, {produced});
+                else
+                    s.send(next, tag(1, st, c), src, out.size() * esize);
             }
             have_produced = false;
             if (in.size()) {

@@ -106,8 +106,8 @@ public:
         for (size_t i = 0, n = pieces(count); i < n; ++i) {
             Range r = piece(count, i);
             if (!r.size()) continue;
-            out.push_back(s_.send(peer, tag_of(step, i), at(buf, elem + r.begin), r.size() * esize_,
-                                  {after.at(out.size())}));
+            out.push_back(
+                s_.send(peer, tag_of(step, i), at(buf, elem + r.begin), r.size() * esize_, {after.at(out.size())}));
         }
         return out;
     }
@@ -160,8 +160,7 @@ public:
     }
 
 private:
-    std::vector<StepId> transfer(bool is_send, int peer, uint32_t step, Buf buf, size_t elem, size_t count,
-                                 Deps deps) {
+    std::vector<StepId> transfer(bool is_send, int peer, uint32_t step, Buf buf, size_t elem, size_t count, Deps deps) {
         std::vector<StepId> out;
         for (size_t i = 0, n = pieces(count); i < n; ++i) {
             Range r = piece(count, i);
@@ -244,7 +243,9 @@ inline uint32_t ceil_log2(uint64_t n) {
 // Binomial tree rooted at `root` over `size` ranks, in relative ranks
 // (rel = (rank - root) mod size): the parent of rel is rel minus its lowest
 // set bit; the children are rel + 2^k for 2^k below that bit, while < size.
-inline int binomial_parent(int rel) { return rel == 0 ? -1 : rel & (rel - 1); }
+inline int binomial_parent(int rel) {
+    return rel == 0 ? -1 : rel & (rel - 1);
+}
 inline std::vector<int> binomial_children(int rel, int size) {
     std::vector<int> kids;
     int low = rel == 0 ? pow2_floor(size) * 2 : (rel & -rel);

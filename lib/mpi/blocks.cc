@@ -102,8 +102,8 @@ int Blocks::unpack_all() {
     for (size_t i = 0; i < bytes_.size(); ++i) {
         if (bytes_[i] == 0) continue;
         int pos = 0;
-        const int rc = chorus_mpi::unpack(block(i), static_cast<int>(bytes_[i]), &pos, user_at(i), shape_.counts[i],
-                                          type_, comm_);
+        const int rc =
+            chorus_mpi::unpack(block(i), static_cast<int>(bytes_[i]), &pos, user_at(i), shape_.counts[i], type_, comm_);
         if (rc != MPI_SUCCESS) return rc;
     }
     return host_.finish() ? MPI_SUCCESS : host_.raise(fn_, comm_);

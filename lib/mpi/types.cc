@@ -14,11 +14,11 @@ namespace chorus_mpi {
 namespace {
 
 enum class Kind {
-    Signed,    // integer arithmetic, bitwise and logical ops
+    Signed,  // integer arithmetic, bitwise and logical ops
     Unsigned,
-    Float,     // SUM, PROD, MIN, MAX
-    Logical,   // C _Bool, Fortran LOGICAL: LAND, LOR, LXOR
-    Bytes,     // data movement only (MPI_BYTE, MPI_CHARACTER)
+    Float,    // SUM, PROD, MIN, MAX
+    Logical,  // C _Bool, Fortran LOGICAL: LAND, LOR, LXOR
+    Bytes,    // data movement only (MPI_BYTE, MPI_CHARACTER)
 };
 
 struct Basic {
@@ -121,27 +121,30 @@ bool map_op(MPI_Op op, chorus_op_t* out) {
     return false;  // MPI_MAXLOC, MPI_MINLOC, MPI_REPLACE, MPI_NO_OP, user-defined ops
 }
 
-bool logical(chorus_op_t op) { return op == CHORUS_LAND || op == CHORUS_LOR || op == CHORUS_LXOR; }
+bool logical(chorus_op_t op) {
+    return op == CHORUS_LAND || op == CHORUS_LOR || op == CHORUS_LXOR;
+}
 
 bool map_uncached(MPI_Datatype type, MPI_Op op, chorus_datatype_t* dt, chorus_op_t* cop) {
     const Basic* b = find(type);
     if (!b || !map_op(op, cop)) return false;
     switch (b->kind) {
         case Kind::Signed:
-        case Kind::Unsigned:
-            return integer_type(b->kind, b->size, dt);
+        case Kind::Unsigned: return integer_type(b->kind, b->size, dt);
         case Kind::Float:
             if (*cop != CHORUS_SUM && *cop != CHORUS_PROD && *cop != CHORUS_MIN && *cop != CHORUS_MAX) return false;
-            if (b->size == 4) *dt = CHORUS_FLOAT32;
-            else if (b->size == 8) *dt = CHORUS_FLOAT64;
-            else return false;
+            if (b->size == 4)
+                *dt = CHORUS_FLOAT32;
+            else if (b->size == 8)
+                *dt = CHORUS_FLOAT64;
+            else
+                return false;
             return true;
         case Kind::Logical:
             // Inputs are 0 or 1 (C) or the Fortran compiler's .false./.true.
             // (gfortran: 0 and 1); the logical ops give 0 or 1.
             return logical(*cop) && integer_type(Kind::Unsigned, b->size, dt);
-        case Kind::Bytes:
-            return false;
+        case Kind::Bytes: return false;
     }
     return false;
 }

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "mpi_checks.h"
 #include "../seeds.h"
+#include "mpi_checks.h"
 
 namespace checks {
 

@@ -32,7 +32,9 @@ namespace {
 
 using Counter = unsigned long long (*)(void);
 
-Counter counter(const char* name) { return reinterpret_cast<Counter>(dlsym(RTLD_DEFAULT, name)); }
+Counter counter(const char* name) {
+    return reinterpret_cast<Counter>(dlsym(RTLD_DEFAULT, name));
+}
 
 // A call the library must refuse with an error that names `variable`.
 int expect_refusal(const char* variable) {
@@ -48,7 +50,8 @@ int expect_refusal(const char* variable) {
             MPI_Error_class(rc, &cls);
         }
         if (rc == MPI_SUCCESS || out != -1 || !std::strstr(text, variable) || cls <= MPI_ERR_LASTCODE) {
-            std::fprintf(stderr, "round %d: rc=%d class=%d out=%d message '%s' (want an error class of its own naming %s)\n",
+            std::fprintf(stderr,
+                         "round %d: rc=%d class=%d out=%d message '%s' (want an error class of its own naming %s)\n",
                          round, rc, cls, out, text, variable);
             ++failures;
         }
@@ -179,8 +182,8 @@ int main(int argc, char** argv) {
             if (mode == "preload") failures += chorus_failure(intercepted);
         }
         if (rank == 0)
-            std::printf("%s: %llu eligible and %llu other calls on %d ranks in %.2f s\n", mode.c_str(),
-                        tally.eligible, tally.ineligible, size, t1 - t0);
+            std::printf("%s: %llu eligible and %llu other calls on %d ranks in %.2f s\n", mode.c_str(), tally.eligible,
+                        tally.ineligible, size, t1 - t0);
     } else {
         fail("unknown mode " + mode);
     }

@@ -20,7 +20,9 @@ namespace checks {
 
 namespace {
 
-bool is_logical(MPI_Op op) { return op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR; }
+bool is_logical(MPI_Op op) {
+    return op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR;
+}
 
 // Pairs that the MPI underneath computes wrongly, left out when the calls
 // reach it (plain_mpi); the interposer computes them right.
@@ -112,7 +114,8 @@ struct Series {
 };
 
 const char* op_name(MPI_Op op) {
-    const MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_BAND, MPI_BOR, MPI_BXOR, MPI_LAND, MPI_LOR, MPI_LXOR};
+    const MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MIN,  MPI_MAX, MPI_BAND,
+                          MPI_BOR, MPI_BXOR, MPI_LAND, MPI_LOR, MPI_LXOR};
     const char* names[] = {"sum", "prod", "min", "max", "band", "bor", "bxor", "land", "lor", "lxor"};
     for (int k = 0; k < 10; ++k)
         if (ops[k] == op) return names[k];
@@ -159,8 +162,9 @@ void reductions(Ctx& c, const char* type_name, MPI_Datatype type, const std::vec
             std::vector<T> mine(want.begin() + me * block, want.begin() + (me + 1) * block);
             for (bool in_place : {false, true}) {
                 std::vector<T> in = s.of(me, total), out(block + 1, T(7));
-                int rc = in_place ? MPI_Reduce_scatter_block(MPI_IN_PLACE, in.data(), (int)block, type, op, MPI_COMM_WORLD)
-                                  : MPI_Reduce_scatter_block(in.data(), out.data(), (int)block, type, op, MPI_COMM_WORLD);
+                int rc = in_place
+                             ? MPI_Reduce_scatter_block(MPI_IN_PLACE, in.data(), (int)block, type, op, MPI_COMM_WORLD)
+                             : MPI_Reduce_scatter_block(in.data(), out.data(), (int)block, type, op, MPI_COMM_WORLD);
                 c.check(rc, what("MPI_Reduce_scatter_block", block, in_place ? " in place" : ""), in_place ? in : out,
                         mine, block, true);
             }
@@ -186,8 +190,8 @@ void reductions(Ctx& c, const char* type_name, MPI_Datatype type, const std::vec
     }
 }
 
-const std::vector<MPI_Op> kIntOps = {MPI_SUM,  MPI_PROD, MPI_MIN,  MPI_MAX, MPI_BAND,
-                                     MPI_BOR,  MPI_BXOR, MPI_LAND, MPI_LOR, MPI_LXOR};
+const std::vector<MPI_Op> kIntOps = {MPI_SUM, MPI_PROD, MPI_MIN,  MPI_MAX, MPI_BAND,
+                                     MPI_BOR, MPI_BXOR, MPI_LAND, MPI_LOR, MPI_LXOR};
 const std::vector<MPI_Op> kFloatOps = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};
 const std::vector<MPI_Op> kLogicalOps = {MPI_LAND, MPI_LOR, MPI_LXOR};
 
