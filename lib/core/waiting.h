@@ -1,8 +1,9 @@
 // How a rank waits. A blocking call progresses every operation in flight;
 // while nothing moves it spins, then yields the CPU, then naps, so ranks that
-// outnumber cores do not starve each other. Every 1024 idle polls it reads
-// the clock (never on the way of a call that makes progress) to look for
-// dead peers and operations that made no progress for CHORUS_TIMEOUT_MS.
+// outnumber cores do not starve each other. Every 1024 idle polls while it
+// spins, every 16 once it yields or naps, it reads the clock (never on the
+// way of a call that makes progress) to look for dead peers, peers' notices
+// and operations that made no progress for CHORUS_TIMEOUT_MS.
 #pragma once
 
 #include <chrono>
