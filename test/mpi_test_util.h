@@ -26,6 +26,15 @@ inline int world_size() {
     return n;
 }
 
+// Whether the MPI is MPICH (or one built from it).
+constexpr bool is_mpich() {
+#if defined(MPICH_NUMVERSION)
+    return true;
+#else
+    return false;
+#endif
+}
+
 // Every rank's verdict, so that all ranks fail together (and none waits in a
 // collective the others skipped).
 inline bool all_ranks(bool ok) {
