@@ -140,10 +140,12 @@ inline std::vector<chorus_result_t> run_placed(LoopbackGroup& group, const std::
             run_recv[r] = recv[r] ? remap(recv[r]) : nullptr;
             if (place.via_stream) {
                 // The buffer holds poison until the stream's work runs.
-                std::memset(din[r], poison, in[r].size());
+                if (!in[r].empty()) std::memset(din[r], poison, in[r].size());
                 char* d = static_cast<char*>(din[r]);
                 const std::vector<char>* src = &in[r];
-                user_streams[r].work.push_back([d, src] { std::memcpy(d, src->data(), src->size()); });
+                user_streams[r].work.push_back([d, src] {
+                    if (!src->empty()) std::memcpy(d, src->data(), src->size());
+                });
                 streams.push_back(&user_streams[r]);
             }
         }
@@ -151,8 +153,9 @@ inline std::vector<chorus_result_t> run_placed(LoopbackGroup& group, const std::
     auto rc = group.run(args, run_send, run_recv, error, streams);
     if (place.mem) {
         for (int r = 0; r < p; ++r) {
-            std::memcpy(in[r].data(), din[r], in[r].size());
-            std::memcpy(out[r].data(), dout[r], out[r].size());
+            // (empty vectors: no data pointer, which memcpy must not get)
+            if (!in[r].empty()) std::memcpy(in[r].data(), din[r], in[r].size());
+            if (!out[r].empty()) std::memcpy(out[r].data(), dout[r], out[r].size());
             place.mem->free(din[r]);
             place.mem->free(dout[r]);
         }
@@ -237,7 +240,7 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
                     if (r == c.root) recv[r] = in[r].data();
                     break;
                 default:  // allgather
-                    std::memcpy(out[r].data() + r * c.count * w, in[r].data(), c.count * w);
+                    if (c.count) std::memcpy(out[r].data() + r * c.count * w, in[r].data(), c.count * w);
                     send[r] = out[r].data() + r * c.count * w;
                     break;
             }

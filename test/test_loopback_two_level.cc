@@ -147,7 +147,7 @@ std::vector<std::vector<char>> run_rounding(test::LoopbackGroup& g, const test::
     for (int r = 0; r < p; ++r) {
         INFO(error);
         REQUIRE(rc[r] == CHORUS_SUCCESS);
-        std::memcpy(got[r].data(), recv[r], got[r].size());
+        if (!got[r].empty()) std::memcpy(got[r].data(), recv[r], got[r].size());
     }
     return got;
 }
