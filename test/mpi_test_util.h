@@ -85,7 +85,9 @@ struct ForcedComm {
             setenv("CHORUS_ALGO", outer.c_str(), 1);
         unsetenv("CHORUS_CHUNK_BYTES");
     }
-    ~ForcedComm() { chorus_comm_destroy(c); }
+    ~ForcedComm() {
+        if (c) chorus_comm_destroy(c);
+    }
     ForcedComm(const ForcedComm&) = delete;
     ForcedComm& operator=(const ForcedComm&) = delete;
 };

@@ -34,19 +34,19 @@ std::string trace_dir(const char* what) {
     return std::string("/tmp/chorus-one-sided-") + job + "-" + what;
 }
 
-// A communicator that forces one_sided for `coll` and writes a trace, so
-// that the test can tell the algorithm ran and was not replaced.
-struct TracedComm {
-    chorus_comm_t c = nullptr;
+// CHORUS_TRACE=dir while the communicator of a TracedComm is created.
+struct TraceDir {
     std::string dir;
-    TracedComm(const std::string& coll, const char* what) : dir(trace_dir(what)) {
-        setenv("CHORUS_ALGO", (coll + "=one_sided").c_str(), 1);
-        setenv("CHORUS_CHUNK_BYTES", "16K", 1);
-        setenv("CHORUS_TRACE", dir.c_str(), 1);
-        REQUIRE(chorus_comm_create(MPI_COMM_WORLD, &c) == CHORUS_SUCCESS);
-        unsetenv("CHORUS_ALGO");
-        unsetenv("CHORUS_CHUNK_BYTES");
+    explicit TraceDir(const char* what) : dir(trace_dir(what)) { setenv("CHORUS_TRACE", dir.c_str(), 1); }
+};
+
+// A communicator that forces one_sided for `coll` (mpitest::ForcedComm) and
+// writes a trace, so that the test can tell the algorithm ran and was not
+// replaced.
+struct TracedComm : TraceDir, mpitest::ForcedComm {
+    TracedComm(const std::string& coll, const char* what) : TraceDir(what), ForcedComm(coll, "one_sided") {
         unsetenv("CHORUS_TRACE");
+        REQUIRE(rc == CHORUS_SUCCESS);
     }
     // Destroys the communicator (which closes the trace) and counts the
     // operations the trace says ran one_sided.
@@ -71,9 +71,6 @@ struct TracedComm {
             REQUIRE(std::system(rm.c_str()) == 0);
         }
         return n;
-    }
-    ~TracedComm() {
-        if (c) chorus_comm_destroy(c);
     }
 };
 
