@@ -45,9 +45,12 @@ std::vector<StepId> publish_and_await(Schedule& s, const CollArgs& a, size_t byt
 
 // dst = c0 op c1 op ... (rank order), `count` elements at byte offset `off`
 // of every slot.
+// In place, dst is (part of) what this rank publishes: the first reduction
+// waits for the publish too, not only the one that reads this rank's slot.
 void reduce_slots(Schedule& s, const CollArgs& a, Region dst, size_t off, size_t count,
                   const std::vector<StepId>& ready) {
-    StepId last = s.reduce(dst, Region::slot(0, off), Region::slot(1, off), count, {ready[0], ready[1]});
+    const Deps first = a.in_place && a.rank > 1 ? Deps{ready[0], ready[1], ready[a.rank]} : Deps{ready[0], ready[1]};
+    StepId last = s.reduce(dst, Region::slot(0, off), Region::slot(1, off), count, first);
     for (int r = 2; r < a.size; ++r) last = s.reduce(dst, dst, Region::slot(r, off), count, {last, ready[r]});
     if (a.op == CHORUS_AVG) s.divide(dst, count, a.size, {last});
 }
