@@ -189,6 +189,40 @@ TEST_CASE("a failure at the start of an operation on one rank reaches every rank
     REQUIRE(chorus_comm_destroy(c) == CHORUS_SUCCESS);
 }
 
+TEST_CASE("a peer's failure heard before this rank's next calls: the calls before it go on", "[mpi][dropin]") {
+    // Broadcasts down the chain 1 -> 2 -> ... -> 0: rank 1 finishes each as
+    // soon as its message is sent, and fails at the start of operation #4
+    // while rank 2 still sleeps before #2, so that rank 0, waiting in #2,
+    // reads the notice two operations early. #2 and #3 complete everywhere;
+    // #4 fails with rank 1's error, on every rank.
+    const int me = world_rank(), p = world_size();
+    if (p < 3) return;
+    if (me == 1) setenv("CHORUS_INJECT_FAILURE", "start:4", 1);
+    mpitest::ForcedComm fc("bcast", "chain");
+    unsetenv("CHORUS_INJECT_FAILURE");
+    REQUIRE(fc.rc == CHORUS_SUCCESS);
+    chorus_comm_t c = fc.c;
+    double x = me, y = 0;
+    for (int i = 0; i < 2; ++i) REQUIRE(chorus_allreduce(&x, &y, 1, CHORUS_FLOAT64, CHORUS_SUM, c, nullptr) == 0);
+    std::vector<int> got;
+    for (int k = 2; k < 4; ++k) {
+        if (me == 2 && k == 2) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        int v[4] = {me == 1 ? 10 * k : -1, k, me == 1 ? 7 : -1, 0};
+        const chorus_result_t rc = chorus_broadcast(v, v, 4, CHORUS_INT32, 1, c, nullptr);
+        INFO("bcast #" << k << ": " << chorus_comm_last_error(c));
+        CHECK(rc == CHORUS_SUCCESS);
+        got.push_back(rc == CHORUS_SUCCESS && v[0] == 10 * k && v[1] == k && v[2] == 7);
+    }
+    CHECK(got == std::vector<int>{1, 1});
+    const chorus_result_t rc = chorus_allreduce(&x, &y, 1, CHORUS_FLOAT64, CHORUS_SUM, c, nullptr);
+    const std::string msg = chorus_comm_last_error(c);
+    INFO(msg);
+    CHECK(rc == CHORUS_ERR_OUT_OF_MEMORY);
+    CHECK(msg.find("#4") != std::string::npos);
+    if (me != 1) CHECK(msg.find("rank 1 failed") != std::string::npos);
+    REQUIRE(all_ranks(rc == CHORUS_ERR_OUT_OF_MEMORY && got == std::vector<int>{1, 1}));
+}
+
 namespace {
 void count_idle(void* arg) {
     ++*static_cast<int*>(arg);

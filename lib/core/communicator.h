@@ -76,6 +76,14 @@ public:
         idle_arg_ = arg;
     }
     bool failed() const { return failed_; }
+    // Whether the next operation fails because an earlier one failed, here
+    // or at a peer. Not so for the operations before the first a peer's
+    // notice names (they go on), nor for that one (it fails in start() with
+    // the peer's error).
+    bool failed_before_next() const {
+        return failed_ &&
+               (next_seq_ > failed_from_ || (next_seq_ == failed_from_ && failed_code_ == CHORUS_ERR_COMM_FAILED));
+    }
     const std::string& failure() const { return failure_; }
     std::string& last_error() { return last_error_; }
     size_t inflight() const { return ops_.size(); }

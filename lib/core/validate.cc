@@ -167,7 +167,7 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
         return report(c, CHORUS_ERR_UNSUPPORTED,
                       cat(fn, ": op ", op_name(op), " is not defined on datatype ", datatype_name(dt),
                           " (bitwise and logical ops take integer types only)"));
-    if (c->failed()) {
+    if (c->failed_before_next()) {
         c->last_error() = cat(fn, ": communicator failed earlier: ", c->failure());
         return CHORUS_ERR_COMM_FAILED;
     }
