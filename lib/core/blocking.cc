@@ -8,12 +8,11 @@
 
 namespace chorus {
 
-bool Communicator::run_inline(const coll::CollArgs& a, const void* sendbuf, void* recvbuf, void* stream,
-                              chorus_result_t* rc) {
+bool Communicator::run_inline(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream,
+                              chorus_result_t* rc, Plan* planned) {
     if (!ops_.empty() || stream || failed_ || config_.check || !config_.inject.empty()) return false;
-    coll::CollArgs args = a;
-    fill(args);
-    Plan plan = plans_.plan(args);
+    *planned = plans_.plan(args);
+    const Plan& plan = *planned;
     const Schedule& s = *plan.schedule;
     if (s.has_transfers() || s.scratch_bytes() || (sendbuf && !host_side(buffers_.device().kind(sendbuf))) ||
         (recvbuf && !host_side(buffers_.device().kind(recvbuf))))
@@ -46,10 +45,12 @@ bool Communicator::run_inline(const coll::CollArgs& a, const void* sendbuf, void
     return true;
 }
 
-chorus_result_t Communicator::run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream) {
+chorus_result_t Communicator::run(coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream) {
     chorus_result_t rc;
-    if (run_inline(args, sendbuf, recvbuf, stream, &rc)) return rc;
-    Operation* op = start(args, sendbuf, recvbuf, stream);
+    fill(args);
+    Plan plan;
+    if (run_inline(args, sendbuf, recvbuf, stream, &rc, &plan)) return rc;
+    Operation* op = start_filled(args, sendbuf, recvbuf, stream, plan.algo ? &plan : nullptr);
     wait(op);
     return release(op);
 }

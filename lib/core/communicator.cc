@@ -154,7 +154,8 @@ void Communicator::fill(coll::CollArgs& args) const {
     args.hosts = hosts_.get();
 }
 
-Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* recvbuf, void* stream) {
+Operation* Communicator::start_filled(coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream,
+                                      const Plan* plan) {
     if (failed_ && next_seq_ >= failed_from_) {
         // The operation a peer failed in fails here with the peer's error;
         // the ones after it say the communicator failed.
@@ -164,14 +165,15 @@ Operation* Communicator::start(coll::CollArgs args, const void* sendbuf, void* r
         }
         fail(CHORUS_ERR_COMM_FAILED, "communicator failed earlier: ", failure_);
     }
-    fill(args);
+    if (!plan) fill(args);
     if (config_.check) check_agreement(args);
     const uint64_t seq = next_seq_;
     try {
         if (ops_.size() >= kMaxInflight)
             fail(CHORUS_ERR_INVALID_ARGUMENT, "too many operations in flight (", kMaxInflight,
                  "); wait for some before starting more");
-        return launch(args, plans_.plan(args), sendbuf, recvbuf, stream);
+        return plan ? launch(args, *plan, sendbuf, recvbuf, stream)
+                    : launch(args, plans_.plan(args), sendbuf, recvbuf, stream);
     } catch (const Error& e) {
         // The peers have started this operation or will: they must not wait
         // for this rank, which will never take part.
@@ -319,9 +321,7 @@ chorus_result_t Communicator::release(Operation* op) {
         ops_.erase(ops_.begin() + static_cast<std::ptrdiff_t>(i));
         if (spare_ops_.size() < 8) {
             // Kept with its executor; everything else back to the defaults.
-            std::unique_ptr<Executor> executor = std::move(done->executor);
-            *done = Operation{};
-            done->executor = std::move(executor);
+            done->recycle();
             spare_ops_.push_back(std::move(done));
         }
         break;

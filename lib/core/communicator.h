@@ -54,7 +54,9 @@ public:
     // (a cudaStream_t) orders it after work queued there before the call:
     // always when a buffer is device memory (null: the legacy default
     // stream), and for host buffers when it is not null.
-    Operation* start(coll::CollArgs args, const void* sendbuf, void* recvbuf, void* stream = nullptr);
+    Operation* start(coll::CollArgs args, const void* sendbuf, void* recvbuf, void* stream = nullptr) {
+        return start_filled(args, sendbuf, recvbuf, stream, nullptr);
+    }
     // End every operation in flight with CHORUS_ERR_COMM_FAILED and mark the
     // communicator failed (local: peers learn of it by timeout or UCX error).
     void abort(const std::string& why);
@@ -66,7 +68,12 @@ public:
     // any, goes to last_error()).
     chorus_result_t release(Operation* op);
     // Blocking convenience: start + wait + release.
-    chorus_result_t run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream = nullptr);
+    // `args` is filled in place (fill()), or a copy of it.
+    chorus_result_t run(coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream = nullptr);
+    chorus_result_t run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream = nullptr) {
+        coll::CollArgs copy = args;
+        return run(copy, sendbuf, recvbuf, stream);
+    }
 
     // For messages: "comm 3 (4 ranks)"; the number is the same on every rank.
     std::string name() const;
@@ -118,7 +125,12 @@ private:
     void fill(coll::CollArgs& args) const;
     // A blocking call without transfers on host buffers, run on this thread
     // (false: it does not qualify). Returns its result in *rc.
-    bool run_inline(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream, chorus_result_t* rc);
+    // `args` filled already; a call that does not qualify after planning
+    // leaves the plan in *plan for start_filled.
+    bool run_inline(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream, chorus_result_t* rc,
+                    Plan* plan);
+    // start() with `args` filled in place, and its plan when already made.
+    Operation* start_filled(coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream, const Plan* plan);
     // CHORUS_CHECK: exchange the call's fingerprint first (and, for the v
     // collectives whose counts agree pair by pair, those counts).
     void check_agreement(const coll::CollArgs& args);

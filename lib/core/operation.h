@@ -33,6 +33,26 @@ struct Operation {
     bool warned = false;  // the hang warning was printed
     uint64_t record = 0;  // its number in the flight recorder
     std::chrono::steady_clock::time_point last_change;
+
+    // Back to the defaults for reuse, keeping the executor and the capacity
+    // of the argument arrays (launch() assigns `args` whole). A field added
+    // above is reset here too.
+    void recycle() {
+        seq = 0;
+        algorithm = "";
+        schedule.reset();
+        scratch = nullptr;
+        on_device = false;
+        mirrors[0] = mirrors[1] = nullptr;
+        mirror_bytes = 0;
+        finished = false;
+        result = CHORUS_SUCCESS;
+        error.clear();
+        last_completed = 0;
+        warned = false;
+        record = 0;
+        last_change = {};
+    }
 };
 
 }  // namespace chorus

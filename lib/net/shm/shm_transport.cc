@@ -77,6 +77,29 @@ void ShmTransport::free_request(Request* r) {
         delete r;
 }
 
+ShmTransport::Message& ShmTransport::new_message(Peer& p, Tag tag, size_t total) {
+    if (spare_messages_.empty())
+        p.unexpected.emplace_back();
+    else
+        p.unexpected.splice(p.unexpected.end(), spare_messages_, spare_messages_.begin());
+    Message& m = p.unexpected.back();
+    m.tag = tag;
+    m.data.resize(total);
+    m.complete = false;
+    m.waiter = nullptr;
+    return m;
+}
+
+void ShmTransport::drop_message(Peer& p, std::list<Message>::iterator it) {
+    // Small messages keep their node and buffer: a steady stream of them
+    // arriving before their receives allocates nothing.
+    constexpr size_t kKeepBytes = 64 * 1024, kKeepMessages = 64;
+    if (it->data.capacity() <= kKeepBytes && spare_messages_.size() < kKeepMessages)
+        spare_messages_.splice(spare_messages_.end(), p.unexpected, it);
+    else
+        p.unexpected.erase(it);
+}
+
 Handle ShmTransport::wrap(Handle inner, int peer) {
     if (!inner) return nullptr;
     Request* r = new_request();
@@ -144,7 +167,7 @@ Handle ShmTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
                 p.in.dst = nullptr;
                 p.in.msg = nullptr;
             }
-            p.unexpected.erase(it);
+            drop_message(p, it);
             fail(CHORUS_ERR_MISMATCH, "shared memory: message from rank ", peer, " has ", got, " bytes, expected ",
                  bytes);
         }
@@ -156,7 +179,7 @@ Handle ShmTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
             return r;
         }
         if (bytes) std::memcpy(buf, it->data.data(), bytes);
-        p.unexpected.erase(it);
+        drop_message(p, it);
         return nullptr;
     }
     if (dead_ >= 0) peer_failed();
@@ -180,7 +203,7 @@ void ShmTransport::finish_incoming(Peer& p) {
             w->done = true;
             for (auto it = p.unexpected.begin(); it != p.unexpected.end(); ++it)
                 if (&*it == in.msg) {
-                    p.unexpected.erase(it);
+                    drop_message(p, it);
                     break;
                 }
         }
@@ -211,8 +234,7 @@ bool ShmTransport::poll_queue() {
                 // A size mismatch is reported by test(); the data is dropped.
                 in.dst = in.total == in.req->bytes ? static_cast<char*>(in.req->dst) : nullptr;
             } else {
-                p.unexpected.push_back({c->tag, std::vector<char>(in.total)});
-                in.msg = &p.unexpected.back();
+                in.msg = &new_message(p, c->tag, in.total);
                 in.dst = in.msg->data.data();
             }
         }

@@ -118,6 +118,10 @@ private:
     void finish_incoming(Peer& p);
     bool poll_queue();
     bool push_waiting();
+    // An unexpected message of `total` bytes at the end of p.unexpected, on
+    // a recycled node (and its data's capacity) where one is spare.
+    Message& new_message(Peer& p, Tag tag, size_t total);
+    void drop_message(Peer& p, std::list<Message>::iterator it);
     Request* new_request();
     Handle wrap(Handle inner, int peer);  // an inner transport's transfer
     void free_request(Request* r);
@@ -138,8 +142,9 @@ private:
     SlotCount done_;
     uint64_t free_through_ = 0;  // every local rank has completed this many slot operations
     std::vector<Request*> spare_;
-    size_t inner_pending_ = 0;  // the inner transport's transfers in flight
-    bool inner_used_ = false;   // since the last settle()
+    std::list<Message> spare_messages_;  // nodes of taken unexpected messages, for reuse
+    size_t inner_pending_ = 0;           // the inner transport's transfers in flight
+    bool inner_used_ = false;            // since the last settle()
     unsigned calls_ = 0;
 };
 
