@@ -2,7 +2,9 @@
 // loopback ranks whose hub emulates shared slots: every collective, many rank
 // counts, roots, datatypes and ops, in and out of place; the data-movement
 // ones (all-gatherv, all-to-all, gather, scatter, barrier) up to the largest
-// message a slot takes, with irregular and skewed all-gatherv blocks; more
+// message a slot takes, with irregular and skewed all-gatherv blocks; the
+// irregular gatherv, scatterv and all-to-allv with blocks on both sides of
+// what the slots take (each goes its own way in one call); more
 // operations in flight than there are slots (a slot is reused only once
 // every rank is done with it); and device buffers on the emulated device.
 #include <catch2/catch.hpp>
@@ -249,5 +251,33 @@ TEST_CASE("flat collectives on the emulated device, host and device ranks mixed"
                     c.seed = 5 + count;
                     test::check_collective(group, c, place);
                 }
+        }
+}
+
+TEST_CASE("flat irregular forms: each block by the slots or by a message, as its size says", "[flat]") {
+    // Blocks from none to more than a whole slot (16368 bytes), so that in
+    // one call some go through the slots and some as messages; all-to-allv
+    // in place too (its blocks then pair up in size).
+    for (Collective coll : {Collective::Gatherv, Collective::Scatterv, Collective::Alltoallv})
+        for (int p : {1, 2, 3, 4, 5, 8, 13}) {
+            INFO(chorus::coll::collective_name(coll) << " p=" << p);
+            auto group = flat_group(p, coll);
+            for (chorus_datatype_t dt : {CHORUS_FLOAT32, CHORUS_INT8})
+                for (test::Shape shape : {test::Shape::Even, test::Shape::Irregular, test::Shape::Skewed})
+                    for (size_t count : {size_t(0), size_t(1), size_t(p + 3), size_t(1500), size_t(5000)})
+                        for (bool in_place : {false, true})
+                            for (int root : test::roots_of(p)) {
+                                if (root && coll == Collective::Alltoallv) continue;
+                                if (in_place && coll == Collective::Alltoallv && shape != test::Shape::Even) continue;
+                                test::CollCase c;
+                                c.coll = coll;
+                                c.dt = dt;
+                                c.shape = shape;
+                                c.count = count;
+                                c.root = root;
+                                c.in_place = in_place;
+                                c.seed = 91 + p * 7 + count;
+                                test::check_collective(group, c);
+                            }
         }
 }

@@ -58,6 +58,11 @@ bool any(const CollArgs&) {
 bool slots(const CollArgs& a) {
     return fits_slot(a);
 }
+// Every rank on one host, with publish slots (any message: blocks too large
+// for them go as messages).
+bool shared(const CollArgs& a) {
+    return a.slot_bytes > 0;
+}
 
 // The arrays behind a side with one block per rank (empty: blocks of count).
 void side_arrays(const CollArgs& a, Side side, const std::vector<size_t>** c, const std::vector<size_t>** d) {
@@ -202,7 +207,10 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Alltoall, "bruck", build_bruck_alltoall, any},
         {Collective::Alltoall, "shm_flat", build_flat_alltoall, slots},
     };
+    // The irregular forms' first algorithm is taken wherever it applies
+    // (Selector::choose): their sizes are agreed pair by pair only.
     static const std::vector<Algorithm> alltoallv = {
+        {Collective::Alltoallv, "shm_flat", build_flat_alltoallv, shared},
         {Collective::Alltoallv, "pairwise", build_pairwise_alltoall, any},
     };
     static const std::vector<Algorithm> gather = {
@@ -211,6 +219,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Gather, "shm_flat", build_flat_gather, slots},
     };
     static const std::vector<Algorithm> gatherv = {
+        {Collective::Gatherv, "shm_flat", build_flat_gatherv, shared},
         {Collective::Gatherv, "linear", build_linear_gather, any},
     };
     static const std::vector<Algorithm> scatter = {
@@ -219,6 +228,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Scatter, "shm_flat", build_flat_scatter, slots},
     };
     static const std::vector<Algorithm> scatterv = {
+        {Collective::Scatterv, "shm_flat", build_flat_scatterv, shared},
         {Collective::Scatterv, "linear", build_linear_scatter, any},
     };
     static const std::vector<Algorithm> barrier = {

@@ -165,6 +165,11 @@ std::unique_ptr<Schedule> build_flat_alltoall(const CollArgs& args);
 std::unique_ptr<Schedule> build_flat_gather(const CollArgs& args);
 std::unique_ptr<Schedule> build_flat_scatter(const CollArgs& args);
 std::unique_ptr<Schedule> build_flat_barrier(const CollArgs& args);
+// The irregular forms, each block by the slots or by a message as its size
+// says (every rank on one host, any sizes).
+std::unique_ptr<Schedule> build_flat_gatherv(const CollArgs& args);
+std::unique_ptr<Schedule> build_flat_scatterv(const CollArgs& args);
+std::unique_ptr<Schedule> build_flat_alltoallv(const CollArgs& args);
 // One-sided steps (CollArgs::one_sided), one_sided_*.cc.
 std::unique_ptr<Schedule> build_one_sided_allreduce(const CollArgs& args);
 std::unique_ptr<Schedule> build_one_sided_bcast(const CollArgs& args);

@@ -107,15 +107,34 @@ Predictions Selector::predictions(const CollArgs& args, size_t bytes) {
     return out;
 }
 
+bool Selector::sizes_agreed(Collective c) {
+    return c != Collective::Gatherv && c != Collective::Scatterv && c != Collective::Alltoallv;
+}
+
 const Choice& Selector::choose(const CollArgs& args, bool* fresh) {
     const size_t esize = datatype_size(args.dtype);
-    const size_t msg = args.message_bytes();
+    // Where only pairs of ranks agree on sizes, the choice cannot depend on
+    // them: the first algorithm that takes the arguments.
+    const bool sized = sizes_agreed(args.coll);
+    const size_t msg = sized ? args.message_bytes() : 0;
     const size_t cls = quarter_class(msg);
     const int avg = args.op == CHORUS_AVG ? 1 : 0;
     Key key{static_cast<int>(args.coll), args.size, cls, esize, avg, args.slot_bytes, shape_of(args)};
     auto it = cache_.find(key);
     if (fresh) *fresh = it == cache_.end();
     if (it != cache_.end()) return it->second;
+    if (!sized) {
+        Choice choice;
+        for (const Algorithm& a : algorithms_for(args.coll))
+            if (!a.supports || a.supports(args)) {
+                choice.algorithm = &a;
+                break;
+            }
+        if (!choice.algorithm)
+            fail(CHORUS_ERR_UNSUPPORTED, "no ", collective_name(args.coll), " algorithm supports these arguments");
+        choice.regret = 1;
+        return cache_.emplace(key, std::move(choice)).first->second;
+    }
 
     // The class's two ends (one point for empty messages).
     const size_t lo = msg ? class_floor(cls) : 0;

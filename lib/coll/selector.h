@@ -60,6 +60,10 @@ public:
     static int size_class(size_t bytes);
     // The quarter-octave class of a message, and its lower end.
     static size_t quarter_class(size_t bytes);
+    // Whether every rank knows the sizes of the whole collective (false for
+    // gatherv, scatterv and all-to-allv, whose counts agree pair by pair):
+    // only then may the choice depend on them.
+    static bool sizes_agreed(Collective c);
     static size_t class_floor(size_t cls);
     static constexpr double kNearBest = 1.02;
 

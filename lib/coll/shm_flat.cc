@@ -234,6 +234,129 @@ std::unique_ptr<Schedule> build_flat_scatter(const CollArgs& a) {
     return sched;
 }
 
+// The irregular forms: the ranks do not know each other's counts, only the
+// pairs do (what s sends d is what d receives from s), so each block
+// travels by the slots or by a message as its own size says, and the slots
+// hold a rank's blocks at places its readers can compute: a gatherv sender
+// has its whole slot, a scatterv root or an all-to-allv rank a part of
+// `sub_slot` bytes per reader, at reader * sub_slot. Every rank's schedule
+// is one slot operation (an empty publish where it has nothing to share).
+namespace {
+size_t sub_slot(const CollArgs& a) {
+    return (a.slot_bytes / static_cast<size_t>(a.size)) & ~size_t(7);
+}
+}  // namespace
+
+std::unique_ptr<Schedule> build_flat_gatherv(const CollArgs& a) {
+    auto sched = start(a);
+    Schedule& s = *sched;
+    const size_t es = esize(a), room = a.slot_bytes;
+    if (a.rank != a.root) {
+        const size_t n = a.count * es;
+        const bool slot = n && n <= room;
+        s.publish(Region(Buf::Send, 0), slot ? n : 0, 0);
+        if (n && !slot) s.send(a.root, 0, Region(Buf::Send, 0), n);
+    } else {
+        s.publish(Region(Buf::Send, 0), 0, 0);
+        for (int r = 0; r < a.size; ++r) {
+            const Block b = a.block(Side::Recv, r);
+            const size_t n = b.count * es;
+            const Region dst(Buf::Recv, b.offset * es);
+            if (!n || (r == a.rank && a.in_place)) continue;
+            if (r == a.rank)
+                s.copy(dst, Region(Buf::Send, 0), n);
+            else if (n <= room)
+                s.copy(dst, Region::slot(r, 0), n, {s.await(r)});
+            else
+                s.recv(r, 0, dst, n);
+        }
+    }
+    s.finalize();
+    return sched;
+}
+
+std::unique_ptr<Schedule> build_flat_scatterv(const CollArgs& a) {
+    auto sched = start(a);
+    Schedule& s = *sched;
+    const size_t es = esize(a), sub = sub_slot(a);
+    if (a.rank == a.root) {
+        std::vector<Schedule::SlotPiece> pieces;
+        for (int d = 0; d < a.size; ++d) {
+            const Block b = a.block(Side::Send, d);
+            const size_t n = b.count * es;
+            if (d != a.rank && n && n <= sub)
+                pieces.push_back({Region(Buf::Send, b.offset * es), n, static_cast<size_t>(d) * sub});
+        }
+        s.publish_pieces(pieces);
+        for (int d = 0; d < a.size; ++d) {
+            const Block b = a.block(Side::Send, d);
+            const size_t n = b.count * es;
+            if (!n) continue;
+            if (d == a.rank) {
+                if (!a.in_place) s.copy(Region(Buf::Recv, 0), Region(Buf::Send, b.offset * es), n);
+            } else if (n > sub) {
+                s.send(d, 0, Region(Buf::Send, b.offset * es), n);
+            }
+        }
+    } else {
+        const size_t n = a.count * es;
+        if (n && n <= sub)
+            s.copy(Region(Buf::Recv, 0), Region::slot(a.root, static_cast<size_t>(a.rank) * sub), n, {s.await(a.root)});
+        else
+            s.publish(Region(Buf::Send, 0), 0, 0);
+        if (n > sub) s.recv(a.root, 0, Region(Buf::Recv, 0), n);
+    }
+    s.finalize();
+    return sched;
+}
+
+// In place the send blocks are the receive blocks, and a pair's two blocks
+// have one size: a block from the slots is copied in once this rank's
+// publish has read its place; one by message lands in scratch and is copied
+// in once this rank's own message to that peer has left.
+std::unique_ptr<Schedule> build_flat_alltoallv(const CollArgs& a) {
+    auto sched = start(a);
+    Schedule& s = *sched;
+    const size_t es = esize(a), sub = sub_slot(a);
+    const int p = a.size, me = a.rank;
+    std::vector<Schedule::SlotPiece> pieces;
+    for (int d = 0; d < p; ++d) {
+        const Block b = a.block(Side::Send, d);
+        const size_t n = b.count * es;
+        if (d != me && n && n <= sub)
+            pieces.push_back({Region(Buf::Send, b.offset * es), n, static_cast<size_t>(d) * sub});
+    }
+    const StepId pub = s.publish_pieces(pieces);
+    std::vector<StepId> sent(static_cast<size_t>(p), 0);
+    for (int d = 0; d < p; ++d) {
+        const Block b = a.block(Side::Send, d);
+        const size_t n = b.count * es;
+        if (d != me && n > sub) sent[d] = s.send(d, 0, Region(Buf::Send, b.offset * es), n);
+    }
+    size_t scratch = 0;
+    for (int q = 0; q < p; ++q) {
+        const Block b = a.block(Side::Recv, q);
+        const size_t n = b.count * es;
+        const Region dst(Buf::Recv, b.offset * es);
+        if (!n) continue;
+        if (q == me) {
+            if (!a.in_place) s.copy(dst, Region(Buf::Send, a.block(Side::Send, me).offset * es), n);
+        } else if (n <= sub) {
+            const StepId ready = s.await(q);
+            s.copy(dst, Region::slot(q, static_cast<size_t>(me) * sub), n, a.in_place ? Deps{ready, pub} : Deps{ready});
+        } else if (!a.in_place) {
+            s.recv(q, 0, dst, n);
+        } else {
+            const StepId got = s.recv(q, 0, Region(Buf::Scratch, scratch), n);
+            s.copy(dst, Region(Buf::Scratch, scratch), n, {got, sent[q]});
+            scratch += n;
+        }
+    }
+    s.need_scratch(scratch);
+    s.finalize();
+    return sched;
+}
+
 std::unique_ptr<Schedule> build_flat_barrier(const CollArgs& a) {
     auto sched = start(a);
     Schedule& s = *sched;

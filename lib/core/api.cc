@@ -56,7 +56,18 @@ chorus_result_t collective(Form form, const char* fn, const chorus::api::Args& i
         if (!request) return invalid(c, chorus::cat(fn, ": request (output) is NULL"));
         *request = nullptr;
     }
-    chorus::api::Call call;
+    // The thread's call, its arrays' capacity kept from one call to the
+    // next (a call made from inside another, from an idle hook, has its own).
+    thread_local chorus::api::Call reused;
+    thread_local bool in_use = false;
+    chorus::api::Call nested;
+    chorus::api::Call& call = in_use ? nested : reused;
+    struct Use {
+        bool& flag;
+        bool was;
+        ~Use() { flag = was; }
+    } use{in_use, in_use};
+    in_use = true;
     chorus_result_t rc = chorus::api::validate(form, fn, c, in, &call);
     if (rc != CHORUS_SUCCESS) return rc;
     return guarded(c, [&] {

@@ -102,8 +102,10 @@ struct Span {
 
 // The side's non-empty blocks in bytes, sorted by where they start (sides
 // without displacements: one span over the whole extent, which they fill).
-std::vector<Span> spans(const coll::CollArgs& a, Side side, bool displaced, size_t esize, size_t extent_bytes) {
-    std::vector<Span> out;
+// Into `out` (reused: a steady stream of calls allocates nothing).
+const std::vector<Span>& spans(const coll::CollArgs& a, Side side, bool displaced, size_t esize, size_t extent_bytes,
+                               std::vector<Span>& out) {
+    out.clear();
     if (!displaced) {
         if (extent_bytes) out.push_back({0, extent_bytes, -1});
         return out;
@@ -114,6 +116,18 @@ std::vector<Span> spans(const coll::CollArgs& a, Side side, bool displaced, size
     }
     std::sort(out.begin(), out.end(), [](const Span& x, const Span& y) { return x.begin < y.begin; });
     return out;
+}
+
+// CollArgs' defaults, keeping the capacity of its arrays.
+void reset_keeping_arrays(coll::CollArgs& a) {
+    std::vector<size_t> kept[4] = {std::move(a.counts), std::move(a.displs), std::move(a.send_counts),
+                                   std::move(a.send_displs)};
+    a = coll::CollArgs{};
+    std::vector<size_t>* into[4] = {&a.counts, &a.displs, &a.send_counts, &a.send_displs};
+    for (int i = 0; i < 4; ++i) {
+        kept[i].clear();
+        *into[i] = std::move(kept[i]);
+    }
 }
 
 // Whether any span of `a` (at base pa) overlaps one of `b` (at base pb,
@@ -181,7 +195,7 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
     const bool same = rule.in_place == InPlace::Same && uses_send && uses_recv && in.sendbuf == in.recvbuf;
 
     coll::CollArgs& a = call->args;
-    a = coll::CollArgs{};
+    reset_keeping_arrays(a);
     a.coll = rule.coll;
     a.dtype = dt;
     if (rule.has_op) a.op = op;
@@ -258,8 +272,9 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
     const bool recv_displaced = uses_recv && !a.displs.empty() && a.blocks(Side::Recv) > 1;
     const bool send_displaced = uses_send && !a.send_displs.empty() && a.blocks(Side::Send) > 1;
     // Spans only where blocks are displaced: the plain forms allocate nothing.
-    std::vector<Span> recv_spans;
-    if (recv_displaced) recv_spans = spans(a, Side::Recv, true, esize, bytes[1]);
+    thread_local std::vector<Span> recv_spans, send_spans;
+    recv_spans.clear();
+    if (recv_displaced) spans(a, Side::Recv, true, esize, bytes[1], recv_spans);
     for (size_t i = 1; i < recv_spans.size(); ++i)
         if (recv_spans[i].begin < recv_spans[i - 1].end)
             return invalid(c, cat(fn, ": ", rule.recv_names.counts, " and ", rule.recv_names.displs,
@@ -269,8 +284,8 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
         const auto sb = reinterpret_cast<uintptr_t>(in.sendbuf), rb = reinterpret_cast<uintptr_t>(in.recvbuf);
         bool clash = bytes[0] && bytes[1] && sb < rb + bytes[1] && rb < sb + bytes[0];
         if (clash && (send_displaced || recv_displaced)) {
-            if (!recv_displaced) recv_spans = spans(a, Side::Recv, false, esize, bytes[1]);
-            clash = overlap(spans(a, Side::Send, send_displaced, esize, bytes[0]), sb, recv_spans, rb);
+            if (!recv_displaced) spans(a, Side::Recv, false, esize, bytes[1], recv_spans);
+            clash = overlap(spans(a, Side::Send, send_displaced, esize, bytes[0], send_spans), sb, recv_spans, rb);
         }
         if (clash) {
             const char* form_text = rule.in_place == InPlace::Same       ? "sendbuf == recvbuf"

@@ -211,13 +211,21 @@ void Executor::drain_local() {
 void Executor::publish(StepId s) {
     const Step& st = sched_->steps()[s];
     char* dst = resolve(st.dst);
+    // One piece, or the schedule's pieces (st.count of them).
+    auto each_piece = [&](auto&& copy) {
+        if (!st.count) {
+            if (st.bytes) copy(dst, resolve(st.src), st.bytes);
+            return;
+        }
+        for (const Schedule::SlotPiece& p : sched_->slot_pieces()) copy(dst + p.offset, resolve(p.src), p.bytes);
+    };
     if (dev_.on_device && st.bytes) {
         // Published once the device has copied it in.
-        dev_.device->copy(dst, resolve(st.src), st.bytes);
+        each_piece([&](char* to, const char* from, size_t n) { dev_.device->copy(to, from, n); });
         queued_.push_back({s, dev_.device->mark(), Phase::Published, nullptr});
         return;
     }
-    if (st.bytes) std::memcpy(dst, resolve(st.src), st.bytes);
+    each_piece([](char* to, const char* from, size_t n) { std::memcpy(to, from, n); });
     transport_.publish(buffers_.slot_op);
     finish(s);
 }

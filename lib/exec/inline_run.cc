@@ -28,7 +28,10 @@ size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsi
             case StepKind::Publish: {
                 for (unsigned i = 0; !t.slot_free(b.slot_op); ++i)
                     if (i == polls) return k;
-                if (st.bytes) std::memcpy(at(t, b, st.dst), at(t, b, st.src), st.bytes);
+                if (!st.count && st.bytes) std::memcpy(at(t, b, st.dst), at(t, b, st.src), st.bytes);
+                if (st.count)
+                    for (const Schedule::SlotPiece& p : s.slot_pieces())
+                        std::memcpy(at(t, b, st.dst) + p.offset, at(t, b, p.src), p.bytes);
                 t.publish(b.slot_op);
                 break;
             }

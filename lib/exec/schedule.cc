@@ -101,6 +101,20 @@ StepId Schedule::publish(Region src, size_t bytes, size_t offset, Deps deps) {
     return add(s, deps);
 }
 
+StepId Schedule::publish_pieces(const std::vector<SlotPiece>& pieces, Deps deps) {
+    size_t total = 0, end = 0;
+    for (const SlotPiece& p : pieces) {
+        if (p.bytes == 0 || p.src.buf == Buf::Slot) fail(CHORUS_ERR_INTERNAL, "schedule: a bad slot piece");
+        total += p.bytes;
+        end = std::max(end, p.offset + p.bytes);
+    }
+    StepId id = publish(Region(Buf::Send, 0), total, 0, deps);
+    pieces_ = pieces;
+    slot_bytes_ = end;
+    steps_[id].count = pieces.size();
+    return id;
+}
+
 StepId Schedule::await(int peer, Deps deps) {
     if (peer < 0 || peer >= size_) fail(CHORUS_ERR_INTERNAL, "schedule: await of rank ", peer);
     uses_slots_ = true;
@@ -225,6 +239,10 @@ std::string Schedule::dump() const {
         if (st.kind == StepKind::Await) {
             out += "\n";
             continue;
+        }
+        if (st.kind == StepKind::Publish && st.count) {
+            out += " pieces";
+            for (const SlotPiece& p : pieces_) out += cat(" ", reg(p.src), ":", p.bytes, "@", p.offset);
         }
         const bool reads = st.kind == StepKind::Get && st.count;  // a get that reduces
         if (st.kind == StepKind::Send || st.kind == StepKind::Copy || st.kind == StepKind::Reduce ||

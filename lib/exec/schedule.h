@@ -43,7 +43,8 @@ enum class StepKind : uint8_t {
     Reduce,   // dst = src op src2, `count` elements (dst may alias src or src2 exactly)
     Copy,     // dst = src, `bytes`
     Divide,   // dst = dst / divisor, `count` elements (finishes AVG)
-    Publish,  // copy `bytes` from `src` into this rank's slot at dst.offset, then mark it published
+    Publish,  // copy `bytes` from `src` into this rank's slot at dst.offset (or, with `count`, the
+              // schedule's slot pieces), then mark it published
     Await,    // `peer`'s slot holds its contribution to this operation
     Expose,   // offer `bytes` at `src` to `peer`'s get or put (tag `tag`); done once the peer is
     Get,      // read `bytes` of what `peer` exposed (tag `tag`) into `dst`; with `count`, reduce as read
@@ -113,6 +114,16 @@ public:
     // slot's room; bytes may be 0): put `bytes` of `src` at `offset` in this
     // rank's slot and mark it published; wait until `peer`'s is.
     StepId publish(Region src, size_t bytes, size_t offset, Deps deps = {});
+    // A publish gathered from several regions: piece i's `bytes` of `src`
+    // go to `offset` in the slot (the step's `bytes` is their sum, its
+    // `count` the number of pieces; none is an empty publish).
+    struct SlotPiece {
+        Region src;
+        size_t bytes;
+        size_t offset;
+    };
+    StepId publish_pieces(const std::vector<SlotPiece>& pieces, Deps deps = {});
+    const std::vector<SlotPiece>& slot_pieces() const { return pieces_; }
     StepId await(int peer, Deps deps = {});
     // One-sided steps (when the transport reads and writes peers' memory,
     // Transport::one_sided()). An expose offers `bytes` of `src` to `peer`,
@@ -183,6 +194,7 @@ private:
     bool has_one_sided_ = false;
     size_t slot_bytes_ = 0;
     bool published_ = false;
+    std::vector<SlotPiece> pieces_;  // of a gathered publish
     std::vector<Step> steps_;
     std::vector<uint32_t> deps_;
     // Steps added with add_dep after their creation, merged by finalize().
