@@ -225,7 +225,8 @@ int main(int argc, char** argv) {
                         std::printf("   %s\n", choice.algorithm->name);
                         std::fflush(stdout);
                         ++points;
-                        if (best > 0 && chosen > best * kTolerance)
+                        // The irregular forms choose by agreed arguments only (not checked).
+                        if (best > 0 && chosen > best * kTolerance && coll::Selector::sizes_agreed(c))
                             misses.push_back({cat(coll::collective_name(c), skewed ? " (skewed)" : "", " p=", p, " ",
                                                   human(args.message_bytes()), ": ", choice.algorithm->name, " ",
                                                   chosen, " us, best ", best, " us"),
