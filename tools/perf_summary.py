@@ -60,8 +60,9 @@ def main():
     for p in glob.glob(os.path.join(raw, "*.csv")):
         coll, base, _run, _ext = os.path.basename(p).split(".")
         groups[(coll, base)].append(p)
-    colls = sorted({c for c, _ in groups}, key=lambda c: ["allreduce", "bcast", "reduce", "reduce_scatter",
-                                                        "allgather"].index(c))
+    order = ["allreduce", "bcast", "reduce", "reduce_scatter", "allgather", "allgatherv", "alltoall", "alltoallv",
+             "gather", "gatherv", "scatter", "scatterv", "barrier"]
+    colls = sorted({c for c, _ in groups}, key=lambda c: order.index(c) if c in order else len(order))
     for coll in colls:
         os.makedirs(os.path.join(out_dir, coll), exist_ok=True)
         med = {}
