@@ -12,6 +12,9 @@
 //     and within a rank (send on the host, receive on the device and back);
 //   - managed memory (cudaMallocManaged), written and read by the host;
 //   - several nonblocking collectives in flight on device buffers at once;
+//   - the data-movement collectives (all-gatherv, all-to-all(v), gather(v),
+//     scatter(v), barrier) on device, managed and mixed buffers, irregular
+//     blocks with zeros and gaps, against MPI's own on host copies;
 //   - stream order: the input is produced by a long chain of device work
 //     queued on the user's stream right before the call, never synchronized.
 //
@@ -39,11 +42,11 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "chorus.h"
 #include "cuda/cuda_runtime_api.h"
 #include "mpi_test_util.h"
 #include "reference.h"
-#include "base/error.h"
 
 namespace gpu = chorus::gpu;
 
@@ -673,6 +676,193 @@ void stream_order(Tally& t, chorus_comm_t comm, void* stream) {
     t.agree(err.empty());
 }
 
+// ---------------------------------------------------------------------------
+// The data-movement collectives on device, managed and mixed buffers: every
+// byte of each receive buffer (gaps between displaced blocks, and the guard)
+// against MPI's own collective run on host copies of the same inputs.
+
+enum class Move { Allgatherv, Alltoall, Alltoallv, Gather, Gatherv, Scatter, Scatterv, Barrier };
+const Move kMoves[] = {Move::Allgatherv, Move::Alltoall, Move::Alltoallv, Move::Gather,
+                       Move::Gatherv,    Move::Scatter,  Move::Scatterv,  Move::Barrier};
+
+const char* move_name(Move m) {
+    switch (m) {
+        case Move::Allgatherv: return "allgatherv";
+        case Move::Alltoall: return "alltoall";
+        case Move::Alltoallv: return "alltoallv";
+        case Move::Gather: return "gather";
+        case Move::Gatherv: return "gatherv";
+        case Move::Scatter: return "scatter";
+        case Move::Scatterv: return "scatterv";
+        default: return "barrier";
+    }
+}
+
+uint32_t move_value(uint64_t seed, int rank, size_t i) {
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(rank) << 40) ^ i;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return static_cast<uint32_t>(x);
+}
+
+// Blocks of these counts in reverse rank order, a gap of one element after
+// each; returns the extent in elements.
+size_t reversed(const std::vector<size_t>& counts, std::vector<size_t>* displs) {
+    displs->assign(counts.size(), 0);
+    size_t at = 0;
+    for (size_t r = counts.size(); r-- > 0;) {
+        (*displs)[r] = at;
+        at += counts[r] + 1;
+    }
+    return at;
+}
+
+std::vector<int> as_int(const std::vector<size_t>& v) {
+    return std::vector<int>(v.begin(), v.end());
+}
+
+// One case: `count` elements a block (irregular ones for the v forms, zeros
+// included), send and receive buffers where `send_at` and `recv_at` say.
+std::string run_move(Move m, size_t count, int root, Place send_at, Place recv_at, uint64_t seed, chorus_comm_t comm,
+                     void* stream) {
+    const int me = mpitest::world_rank(), p = mpitest::world_size();
+    const bool is_root = me == root;
+    auto irregular = [&](int r) { return r % 3 == 1 ? size_t(0) : count + static_cast<size_t>(r); };
+    auto pair = [&](int s, int d) { return (s + 2 * d) % 3 == 0 ? size_t(0) : count + static_cast<size_t>(s + d); };
+    std::vector<size_t> rc(p), rd, sc(p), sd;  // receive and send blocks (elements)
+    size_t send_n = 0, recv_n = 0;
+    switch (m) {
+        case Move::Allgatherv:
+            for (int r = 0; r < p; ++r) rc[r] = irregular(r);
+            recv_n = reversed(rc, &rd);
+            send_n = rc[me];
+            break;
+        case Move::Alltoall: send_n = recv_n = count * static_cast<size_t>(p); break;
+        case Move::Alltoallv:
+            for (int r = 0; r < p; ++r) {
+                sc[r] = pair(me, r);
+                rc[r] = pair(r, me);
+            }
+            send_n = reversed(sc, &sd);
+            recv_n = reversed(rc, &rd);
+            break;
+        case Move::Gather:
+            send_n = count;
+            recv_n = is_root ? count * static_cast<size_t>(p) : 0;
+            break;
+        case Move::Gatherv:
+            for (int r = 0; r < p; ++r) rc[r] = irregular(r);
+            send_n = rc[me];
+            recv_n = reversed(rc, &rd);
+            if (!is_root) recv_n = 0;
+            break;
+        case Move::Scatter:
+            send_n = is_root ? count * static_cast<size_t>(p) : 0;
+            recv_n = count;
+            break;
+        case Move::Scatterv:
+            for (int r = 0; r < p; ++r) sc[r] = irregular(r);
+            send_n = reversed(sc, &sd);
+            if (!is_root) send_n = 0;
+            recv_n = sc[me];
+            break;
+        case Move::Barrier: break;
+    }
+    std::vector<uint32_t> in(send_n + 1);
+    for (size_t i = 0; i < send_n; ++i) in[i] = move_value(seed, me, i);
+    // MPI's result, from the same poison as the buffer under test.
+    std::vector<uint32_t> want(recv_n + 1);
+    std::memset(want.data(), kPoison, want.size() * 4);
+    const MPI_Datatype u32 = MPI_UINT32_T;
+    const std::vector<int> irc = as_int(rc), ird = as_int(rd), isc = as_int(sc), isd = as_int(sd);
+    const int n = static_cast<int>(count);
+    switch (m) {
+        case Move::Allgatherv:
+            MPI_Allgatherv(in.data(), static_cast<int>(send_n), u32, want.data(), irc.data(), ird.data(), u32,
+                           MPI_COMM_WORLD);
+            break;
+        case Move::Alltoall: MPI_Alltoall(in.data(), n, u32, want.data(), n, u32, MPI_COMM_WORLD); break;
+        case Move::Alltoallv:
+            MPI_Alltoallv(in.data(), isc.data(), isd.data(), u32, want.data(), irc.data(), ird.data(), u32,
+                          MPI_COMM_WORLD);
+            break;
+        case Move::Gather: MPI_Gather(in.data(), n, u32, want.data(), n, u32, root, MPI_COMM_WORLD); break;
+        case Move::Gatherv:
+            MPI_Gatherv(in.data(), static_cast<int>(send_n), u32, want.data(), irc.data(), ird.data(), u32, root,
+                        MPI_COMM_WORLD);
+            break;
+        case Move::Scatter: MPI_Scatter(in.data(), n, u32, want.data(), n, u32, root, MPI_COMM_WORLD); break;
+        case Move::Scatterv:
+            MPI_Scatterv(in.data(), isc.data(), isd.data(), u32, want.data(), static_cast<int>(recv_n), u32, root,
+                         MPI_COMM_WORLD);
+            break;
+        case Move::Barrier: break;
+    }
+    Buffer send(send_at, send_n * 4), recv(recv_at, recv_n * 4);
+    send.put(in.data(), send_n * 4, 0);
+    // Root-only buffers are NULL elsewhere.
+    const void* sb = send_n ? send.data() : nullptr;
+    void* rb = recv_n ? recv.data() : nullptr;
+    const chorus_datatype_t dt = CHORUS_UINT32;
+    chorus_result_t rcode = CHORUS_SUCCESS;
+    switch (m) {
+        case Move::Allgatherv: rcode = chorus_allgatherv(sb, send_n, rb, rc.data(), rd.data(), dt, comm, stream); break;
+        case Move::Alltoall: rcode = chorus_alltoall(sb, rb, count, dt, comm, stream); break;
+        case Move::Alltoallv:
+            rcode = chorus_alltoallv(sb, sc.data(), sd.data(), rb, rc.data(), rd.data(), dt, comm, stream);
+            break;
+        case Move::Gather: rcode = chorus_gather(sb, rb, count, dt, root, comm, stream); break;
+        case Move::Gatherv:
+            rcode = chorus_gatherv(sb, send_n, rb, is_root ? rc.data() : nullptr, is_root ? rd.data() : nullptr, dt,
+                                   root, comm, stream);
+            break;
+        case Move::Scatter: rcode = chorus_scatter(sb, rb, count, dt, root, comm, stream); break;
+        case Move::Scatterv:
+            rcode = chorus_scatterv(sb, is_root ? sc.data() : nullptr, is_root ? sd.data() : nullptr, rb, recv_n, dt,
+                                    root, comm, stream);
+            break;
+        case Move::Barrier: rcode = chorus_barrier(comm, stream); break;
+    }
+    if (rcode != CHORUS_SUCCESS)
+        return chorus::cat(move_name(m), ": ", chorus_get_error_string(rcode), ": ", chorus_comm_last_error(comm));
+    if (stream) gpu::synchronize_stream(stream);
+    const std::vector<unsigned char> got = recv.get();
+    const auto* w = reinterpret_cast<const unsigned char*>(want.data());
+    for (size_t i = 0; i < recv_n * 4; ++i)
+        if (got[i] != w[i])
+            return chorus::cat(move_name(m), " count ", count, " root ", root, " (", place_name(send_at), " -> ",
+                               place_name(recv_at), "): byte ", i, " of ", recv_n * 4, " differs from MPI's");
+    for (size_t i = recv_n * 4; i < got.size(); ++i)
+        if (got[i] != kPoison) return chorus::cat(move_name(m), " count ", count, ": wrote past the buffer");
+    return "";
+}
+
+void movement(Tally& t, chorus_comm_t comm, void* stream) {
+    const int p = mpitest::world_size(), me = mpitest::world_rank();
+    const std::pair<Place, Place> places[] = {
+        {Place::Device, Place::Device},
+        {Place::Managed, Place::Device},
+        {me % 2 ? Place::Host : Place::Device, me % 2 ? Place::Device : Place::Host}};
+    uint64_t seed = 300;
+    for (Move m : kMoves)
+        for (const auto& [send_at, recv_at] : places)
+            for (size_t count : {size_t(0), size_t(1), size_t(1000), size_t(70000)})
+                for (int root : {0, p - 1}) {
+                    if (root && m != Move::Gather && m != Move::Gatherv && m != Move::Scatter && m != Move::Scatterv)
+                        continue;
+                    if (t.too_many()) return;
+                    std::string err;
+                    try {
+                        err = run_move(m, count, root, send_at, recv_at, ++seed, comm, stream);
+                    } catch (const chorus::Error& e) {
+                        err = chorus::cat(move_name(m), " threw: ", e.what());
+                    }
+                    if (!err.empty()) t.report(err);
+                    t.agree(err.empty());
+                }
+}
+
 int run() {
     Tally t;
     t.rank = mpitest::world_rank();
@@ -685,6 +875,7 @@ int run() {
     const Part parts[] = {{"device grid", device_grid},
                           {"mixed placements", mixed},
                           {"nonblocking overlap", overlapping},
+                          {"data movement", movement},
                           {"stream order", stream_order}};
     for (const Part& part : parts) {
         if (g_host_only && part.fn == stream_order) continue;  // needs device work to order after
