@@ -4,8 +4,10 @@
 // device pointer: calls it routes to Chorus take device buffers as they are;
 // calls it passes through (CHORUS_MPI_INTERCEPT=none, ops and datatypes
 // Chorus does not compute) reach MPI through host copies; derived datatypes
-// are packed from host copies. Every result is compared with a reference
-// computed here.
+// are packed from host copies. The calls: the reductions, broadcast and
+// all-gather, and the data-movement ones (all-to-all(v), gather(v),
+// scatter(v), all-gatherv with irregular blocks and gaps, barrier). Every
+// result is compared with a reference computed here.
 //
 //   interposer_gpu_calls pass     run with CHORUS_MPI_INTERCEPT=none: all passed through
 //   interposer_gpu_calls chorus   the default policy: eligible calls through Chorus
@@ -25,6 +27,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -168,6 +171,116 @@ struct Pair {
     int index;
 };
 
+// The data-movement calls, MPI_INT: all-to-all, gather and scatter to and
+// from the last rank, and their v forms with irregular blocks (zeros
+// included) in reverse rank order with a gap after each (the gaps keep
+// their -7), and the barrier.
+void movement_calls(Place place, uint64_t seed, size_t n, const std::string& tag, const std::string& at) {
+    const int p = g_size, me = g_rank, root = g_size - 1;
+    const size_t up = static_cast<size_t>(p);
+    auto block = [&](int r) { return r % 3 == 1 ? size_t(0) : n / 2 + static_cast<size_t>(r); };
+    // Counts and displacements (elements) of blocks of block(r), reversed, a gap after each.
+    std::vector<int> counts(up), displs(up);
+    size_t span = 0;
+    for (int r = p; r-- > 0;) {
+        counts[r] = static_cast<int>(block(r));
+        displs[r] = static_cast<int>(span);
+        span += block(r) + 1;
+    }
+    auto laid_out = [&](const std::function<int32_t(int, size_t)>& value) {
+        std::vector<int32_t> v(span, -7);
+        for (int r = 0; r < p; ++r)
+            for (size_t i = 0; i < block(r); ++i) v[static_cast<size_t>(displs[r]) + i] = value(r, i);
+        return v;
+    };
+    const std::vector<int32_t> mine = ints(seed, me, n * up);
+    {  // MPI_Alltoall: block d of rank s is ints(seed, s)[d * n ...]
+        Mem in(place, n * up * 4), out(place, n * up * 4);
+        in.put(mine);
+        const int rc = call(MPI_Alltoall, MPI_Ialltoall, in.get(), static_cast<int>(n), MPI_INT, out.get(),
+                            static_cast<int>(n), MPI_INT, MPI_COMM_WORLD);
+        std::vector<int32_t> want;
+        for (int r = 0; r < p; ++r) {
+            const std::vector<int32_t> v = ints(seed, r, n * up);
+            want.insert(want.end(), v.begin() + static_cast<long>(n * static_cast<size_t>(me)),
+                        v.begin() + static_cast<long>(n * static_cast<size_t>(me + 1)));
+        }
+        expect(rc, tag + "MPI_Alltoall" + at, out.read<int32_t>(n * up), want);
+    }
+    {  // MPI_Gather and MPI_Scatter, root the last rank
+        Mem in(place, n * 4), out(place, n * up * 4);
+        in.put(ints(seed + 1, me, n));
+        int rc = call(MPI_Gather, MPI_Igather, in.get(), static_cast<int>(n), MPI_INT, me == root ? out.get() : nullptr,
+                      static_cast<int>(n), MPI_INT, root, MPI_COMM_WORLD);
+        if (me == root) {
+            std::vector<int32_t> want;
+            for (int r = 0; r < p; ++r) {
+                const std::vector<int32_t> v = ints(seed + 1, r, n);
+                want.insert(want.end(), v.begin(), v.end());
+            }
+            expect(rc, tag + "MPI_Gather" + at, out.read<int32_t>(n * up), want);
+        }
+        if (me == root) out.put(ints(seed + 2, root, n * up));
+        rc = call(MPI_Scatter, MPI_Iscatter, me == root ? out.get() : nullptr, static_cast<int>(n), MPI_INT, in.get(),
+                  static_cast<int>(n), MPI_INT, root, MPI_COMM_WORLD);
+        const std::vector<int32_t> all = ints(seed + 2, root, n * up);
+        expect(rc, tag + "MPI_Scatter" + at, in.read<int32_t>(n),
+               std::vector<int32_t>(all.begin() + static_cast<long>(n * static_cast<size_t>(me)),
+                                    all.begin() + static_cast<long>(n * static_cast<size_t>(me + 1))));
+    }
+    {  // MPI_Gatherv, MPI_Scatterv, MPI_Allgatherv: rank r's block of block(r) elements
+        auto value = [&](int r, size_t i) { return static_cast<int32_t>(seeds::bits(seed + 3, r, i)); };
+        std::vector<int32_t> own(block(me) + 1);
+        for (size_t i = 0; i < block(me); ++i) own[i] = value(me, i);
+        Mem in(place, own.size() * 4), out(place, span * 4 + 4);
+        in.put(own);
+        const std::vector<int32_t> gaps(span, -7), want = laid_out(value);
+        out.put(gaps);
+        int rc = call(MPI_Allgatherv, MPI_Iallgatherv, in.get(), counts[me], MPI_INT, out.get(), counts.data(),
+                      displs.data(), MPI_INT, MPI_COMM_WORLD);
+        expect(rc, tag + "MPI_Allgatherv" + at, out.read<int32_t>(span), want);
+        out.put(gaps);
+        rc = call(MPI_Gatherv, MPI_Igatherv, in.get(), counts[me], MPI_INT, me == root ? out.get() : nullptr,
+                  counts.data(), displs.data(), MPI_INT, root, MPI_COMM_WORLD);
+        if (me == root) expect(rc, tag + "MPI_Gatherv" + at, out.read<int32_t>(span), want);
+        // The root scatters the same layout back.
+        if (me == root) out.put(want);
+        in.put(std::vector<int32_t>(own.size(), -9));
+        rc = call(MPI_Scatterv, MPI_Iscatterv, me == root ? out.get() : nullptr, counts.data(), displs.data(), MPI_INT,
+                  in.get(), counts[me], MPI_INT, root, MPI_COMM_WORLD);
+        std::vector<int32_t> back = own;
+        back.back() = -9;
+        expect(rc, tag + "MPI_Scatterv" + at, in.read<int32_t>(own.size()), back);
+    }
+    {  // MPI_Alltoallv: s sends d block(s + d) elements, in reverse order with gaps on both sides
+        auto pair = [&](int s, int d) { return (s + 2 * d) % 3 == 0 ? 0 : static_cast<int>(n / 3) + s + d; };
+        std::vector<int> sc(up), sd(up), rc_(up), rd(up);
+        int sat = 0, rat = 0;
+        for (int r = p; r-- > 0;) {
+            sc[r] = pair(me, r);
+            sd[r] = sat;
+            sat += sc[r] + 1;
+            rc_[r] = pair(r, me);
+            rd[r] = rat;
+            rat += rc_[r] + 1;
+        }
+        auto value = [&](int s, int d, int i) { return static_cast<int32_t>(seeds::bits(seed + 4 + s, d, i)); };
+        std::vector<int32_t> send(static_cast<size_t>(sat) + 1, -5), want(static_cast<size_t>(rat) + 1, -7);
+        for (int d = 0; d < p; ++d)
+            for (int i = 0; i < sc[d]; ++i) send[static_cast<size_t>(sd[d] + i)] = value(me, d, i);
+        for (int s = 0; s < p; ++s)
+            for (int i = 0; i < rc_[s]; ++i) want[static_cast<size_t>(rd[s] + i)] = value(s, me, i);
+        Mem in(place, send.size() * 4), out(place, want.size() * 4);
+        in.put(send);
+        out.put(std::vector<int32_t>(want.size(), -7));
+        const int rc = call(MPI_Alltoallv, MPI_Ialltoallv, in.get(), sc.data(), sd.data(), MPI_INT, out.get(),
+                            rc_.data(), rd.data(), MPI_INT, MPI_COMM_WORLD);
+        expect(rc, tag + "MPI_Alltoallv" + at, out.read<int32_t>(want.size()), want);
+    }
+    expect(call(MPI_Barrier, MPI_Ibarrier, MPI_COMM_WORLD), tag + "MPI_Barrier" + at, std::vector<int>{},
+           std::vector<int>{});
+}
+
 // Every intercepted function, in and out of place: MPI_INT and MPI_DOUBLE
 // SUM (through Chorus unless the policy says none), MPI_MAXLOC on
 // MPI_DOUBLE_INT (never through Chorus), and a strided vector type in
@@ -296,6 +409,7 @@ void all_calls(Place place, uint64_t seed, const char* label) {
                       MPI_DOUBLE, MPI_COMM_WORLD);
             expect(rc, tag + "MPI_Allgather in place" + at, out.read<double>(n * up), want);
         }
+        movement_calls(place, seed + 100, n, tag, at);
     }
 }
 
