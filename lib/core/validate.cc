@@ -118,16 +118,11 @@ const std::vector<Span>& spans(const coll::CollArgs& a, Side side, bool displace
     return out;
 }
 
-// CollArgs' defaults, keeping the capacity of its arrays.
+// CollArgs' defaults, keeping the capacity of its arrays (a vector copied
+// from an empty one keeps its storage).
 void reset_keeping_arrays(coll::CollArgs& a) {
-    std::vector<size_t> kept[4] = {std::move(a.counts), std::move(a.displs), std::move(a.send_counts),
-                                   std::move(a.send_displs)};
-    a = coll::CollArgs{};
-    std::vector<size_t>* into[4] = {&a.counts, &a.displs, &a.send_counts, &a.send_displs};
-    for (int i = 0; i < 4; ++i) {
-        kept[i].clear();
-        *into[i] = std::move(kept[i]);
-    }
+    static const coll::CollArgs kDefaults;
+    a = kDefaults;
 }
 
 // Whether any span of `a` (at base pa) overlaps one of `b` (at base pb,
