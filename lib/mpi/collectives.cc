@@ -143,7 +143,8 @@ int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, MP
             Twin twin(fn, comm);
             if (!twin.ok) return twin.rc;
             if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
-            std::vector<size_t> counts(static_cast<size_t>(twin.t.size));
+            SmallVector<size_t, 16> counts;
+            counts.resize(static_cast<size_t>(twin.t.size));
             for (int i = 0; i < twin.t.size; ++i) {
                 if (recvcounts[i] < 0) return kPassThrough;  // the same on every rank; MPI reports it
                 counts[static_cast<size_t>(i)] = static_cast<size_t>(recvcounts[i]);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "interposer.h"
+#include "small_vector.h"
 
 namespace chorus_mpi {
 
@@ -97,7 +98,7 @@ inline int regular_block(Fn fn, MPI_Comm comm, bool in_place, int sendcount, con
 // displs[i] extents from its address (an MPI v-form; the regular forms have
 // block i at i * count).
 struct Shape {
-    std::vector<int> counts, displs;
+    SmallVector<int, 16> counts, displs;
     static Shape regular(size_t n, int count);
     static Shape one(int count) { return regular(1, count); }
     static Shape of(size_t n, const int* counts, const int* displs);
@@ -144,7 +145,7 @@ private:
     bool write_ = false;
     char* user_ = nullptr;  // the user's buffer (or its host view)
     char* base_ = nullptr;  // what Chorus reads and writes
-    std::vector<size_t> bytes_, offsets_;
+    SmallVector<size_t, 16> bytes_, offsets_;
     std::vector<char> staged_;
     HostStaging host_;
 };
