@@ -91,8 +91,6 @@ ShmTransport::Message& ShmTransport::new_message(Peer& p, Tag tag, size_t total)
 }
 
 void ShmTransport::drop_message(Peer& p, std::list<Message>::iterator it) {
-    // Small messages keep their node and buffer: a steady stream of them
-    // arriving before their receives allocates nothing.
     constexpr size_t kKeepBytes = 64 * 1024, kKeepMessages = 64;
     if (it->data.capacity() <= kKeepBytes && spare_messages_.size() < kKeepMessages)
         spare_messages_.splice(spare_messages_.end(), p.unexpected, it);

@@ -121,6 +121,8 @@ private:
     // An unexpected message of `total` bytes at the end of p.unexpected, on
     // a recycled node (and its data's capacity) where one is spare.
     Message& new_message(Peer& p, Tag tag, size_t total);
+    // A taken message: a small one keeps its node and buffer, so that a
+    // steady stream of them arriving before their receives allocates nothing.
     void drop_message(Peer& p, std::list<Message>::iterator it);
     Request* new_request();
     Handle wrap(Handle inner, int peer);  // an inner transport's transfer
