@@ -245,6 +245,20 @@ namespace {
 size_t sub_slot(const CollArgs& a) {
     return (a.slot_bytes / static_cast<size_t>(a.size)) & ~size_t(7);
 }
+
+// This rank's send blocks for the other ranks that fit their reader's part
+// of the slot (`sub` bytes at reader * sub).
+std::vector<Schedule::SlotPiece> fitting_pieces(const CollArgs& a, size_t sub) {
+    const size_t es = esize(a);
+    std::vector<Schedule::SlotPiece> pieces;
+    for (int d = 0; d < a.size; ++d) {
+        const Block b = a.block(Side::Send, d);
+        const size_t n = b.count * es;
+        if (d != a.rank && n && n <= sub)
+            pieces.push_back({Region(Buf::Send, b.offset * es), n, static_cast<size_t>(d) * sub});
+    }
+    return pieces;
+}
 }  // namespace
 
 std::unique_ptr<Schedule> build_flat_gatherv(const CollArgs& a) {
@@ -280,14 +294,7 @@ std::unique_ptr<Schedule> build_flat_scatterv(const CollArgs& a) {
     Schedule& s = *sched;
     const size_t es = esize(a), sub = sub_slot(a);
     if (a.rank == a.root) {
-        std::vector<Schedule::SlotPiece> pieces;
-        for (int d = 0; d < a.size; ++d) {
-            const Block b = a.block(Side::Send, d);
-            const size_t n = b.count * es;
-            if (d != a.rank && n && n <= sub)
-                pieces.push_back({Region(Buf::Send, b.offset * es), n, static_cast<size_t>(d) * sub});
-        }
-        s.publish_pieces(pieces);
+        s.publish_pieces(fitting_pieces(a, sub));
         for (int d = 0; d < a.size; ++d) {
             const Block b = a.block(Side::Send, d);
             const size_t n = b.count * es;
@@ -319,14 +326,7 @@ std::unique_ptr<Schedule> build_flat_alltoallv(const CollArgs& a) {
     Schedule& s = *sched;
     const size_t es = esize(a), sub = sub_slot(a);
     const int p = a.size, me = a.rank;
-    std::vector<Schedule::SlotPiece> pieces;
-    for (int d = 0; d < p; ++d) {
-        const Block b = a.block(Side::Send, d);
-        const size_t n = b.count * es;
-        if (d != me && n && n <= sub)
-            pieces.push_back({Region(Buf::Send, b.offset * es), n, static_cast<size_t>(d) * sub});
-    }
-    const StepId pub = s.publish_pieces(pieces);
+    const StepId pub = s.publish_pieces(fitting_pieces(a, sub));
     std::vector<StepId> sent(static_cast<size_t>(p), 0);
     for (int d = 0; d < p; ++d) {
         const Block b = a.block(Side::Send, d);
