@@ -2,6 +2,7 @@
 // classes: messages between hosts pay the network's latency and share their
 // host's link.
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "coll/cost_model.h"
 #include "coll/selector.h"
@@ -88,7 +89,7 @@ TEST_CASE("messages between hosts pay the network's latency and share their host
     REQUIRE(predict(algo, a, mixed).us == Approx(between));
 }
 
-TEST_CASE("schedules are simulated from rank 0 alone only where every pair of ranks is of one link class",
+TEST_CASE("schedules are simulated from one block of ranks only where relabellings keep the host map",
           "[unit][costmodel]") {
     CollArgs a = four_ranks();
     a.coll = Collective::Allreduce;
@@ -97,17 +98,77 @@ TEST_CASE("schedules are simulated from rank 0 alone only where every pair of ra
     const Algorithm& ring = find_algorithm(Collective::Allreduce, "ring");
     Prediction apart = predict(ring, a, on(std::vector<int>(8, 1)));
     REQUIRE(apart.mode == SimMode::Symmetric);
+    REQUIRE(apart.ranks == 1);
     CostParams every = on(std::vector<int>(8, 1));
     every.use_symmetry = false;
     REQUIRE(predict(ring, a, every).us == apart.us);
+    // Two hosts of four: host 0's ranks stand for host 1's.
     Prediction two = predict(ring, a, on({4, 4}));
-    REQUIRE(two.mode == SimMode::Full);
+    REQUIRE(two.mode == SimMode::Symmetric);
+    REQUIRE(two.ranks == 4);
+    every = on({4, 4});
+    every.use_symmetry = false;
+    REQUIRE(predict(ring, a, every).us == two.us);
+    // Hosts of different sizes, or of ranks not consecutive: every rank.
+    REQUIRE(predict(ring, a, on({5, 3})).mode == SimMode::Full);
+    CostParams mixed;
+    mixed.hosts = std::make_shared<const HostMap>(HostMap::from_labels({0, 1, 0, 1, 0, 1, 0, 1}));
+    REQUIRE(predict(ring, a, mixed).mode == SimMode::Full);
     // Between the two: slower than one host, faster than eight hosts (six
     // of the ring's eight hops stay inside a host, so fewer of a chunk's
     // hops pay the network's latency).
     const double one_host = predict(ring, a, CostParams{}).us;
     REQUIRE(two.us > one_host);
     REQUIRE(two.us < apart.us);
+}
+
+TEST_CASE("simulating one host's ranks of symmetric schedules predicts what simulating every rank does",
+          "[unit][costmodel][scale]") {
+    size_t symmetric = 0, cases = 0, two_level = 0;
+    for (const std::vector<int>& layout :
+         {std::vector<int>{2, 2}, {2, 2, 2, 2}, {4, 4}, {3, 3, 3}, {2, 2, 2}, {4, 4, 4, 4}, {2, 2, 2, 2, 2, 2, 2, 2}}) {
+        CostParams every = on(layout);
+        every.use_symmetry = false;
+        every.max_simulated_steps = size_t(1) << 30;
+        CostParams shortcut = every;
+        shortcut.use_symmetry = true;
+        const int p = every.hosts->ranks();
+        for (int c = 0; c < kNumCollectives; ++c)
+            for (const Algorithm& algo : algorithms_for(Collective(c)))
+                for (size_t bytes : {size_t(4) * p, size_t(12) * p + 4, size_t(4096) * p, size_t(1) << 20}) {
+                    CollArgs a;
+                    a.coll = Collective(c);
+                    a.size = p;
+                    a.dtype = CHORUS_FLOAT32;
+                    a.count = a.coll == Collective::ReduceScatter ? bytes / 4 / p : bytes / 4;
+                    a.chunk_bytes = 1024;
+                    a.depth = 4;
+                    a.hosts = every.hosts.get();
+                    if (algo.supports && !algo.supports(a)) continue;
+                    CAPTURE(algo.name, collective_name(algo.coll), every.hosts->describe(), bytes);
+                    Prediction full = predict(algo, a, every), fast = predict(algo, a, shortcut);
+                    REQUIRE(full.mode == SimMode::Full);
+                    REQUIRE(fast.us == full.us);  // the same arithmetic, not merely close
+                    if (fast.mode == SimMode::Symmetric) {
+                        ++symmetric;
+                        REQUIRE(fast.ranks == layout[0]);
+                        if (std::string(algo.name).rfind("two_level", 0) == 0) ++two_level;
+                    }
+                    ++cases;
+                }
+    }
+    // Rings, recursive doubling and halving, Bruck, the rails, and more.
+    REQUIRE(symmetric > cases / 5);
+    REQUIRE(two_level > 0);
+}
+
+TEST_CASE("a host map knows when its hosts are blocks of consecutive ranks", "[unit][topology]") {
+    REQUIRE(HostMap::from_layout({4, 4, 4}).block() == 4);
+    REQUIRE(HostMap::from_layout({1, 1}).block() == 1);
+    REQUIRE(HostMap::from_layout({4, 4, 3}).block() == 0);
+    REQUIRE(HostMap::from_layout({3, 4, 4}).block() == 0);
+    REQUIRE(HostMap::from_labels({0, 1, 0, 1}).block() == 0);
+    REQUIRE(HostMap().block() == 0);
 }
 
 TEST_CASE("the network's cost settings are read from CHORUS_COST_NET_*", "[unit][config]") {

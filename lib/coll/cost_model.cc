@@ -1,6 +1,7 @@
 #include "coll/cost_model.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -30,41 +31,27 @@ const char* sim_mode_name(SimMode m) {
 
 namespace {
 
-// A relabelling of the ranks that maps rank 0 to rank r.
-enum class Relabel { Shift, Xor };
-
-int image(Relabel how, int peer, int r, int p) {
-    return how == Relabel::Shift ? static_cast<int>((static_cast<long>(peer) + r) % p) : peer ^ r;
+// Whether two steps depend on the same steps (in any order: the
+// simulation takes dependencies as a set).
+bool same_deps(const Schedule& s, const Schedule& sr, StepId i) {
+    const uint32_t n = s.ndeps(i);
+    if (n != sr.ndeps(i)) return false;
+    if (std::equal(s.deps_of(i), s.deps_of(i) + n, sr.deps_of(i))) return true;
+    std::vector<StepId> x(s.deps_of(i), s.deps_of(i) + n), y(sr.deps_of(i), sr.deps_of(i) + n);
+    std::sort(x.begin(), x.end());
+    std::sort(y.begin(), y.end());
+    return x == y;
 }
 
-// Whether rank 0's messages pair up as they must when every rank is an
-// image of rank 0: its send with tag T to q is the image of q's send to 0,
-// which rank 0 then receives from the image of 0 under the relabelling that
-// takes q to 0 (p - q, or q), with the same tag and size; each tag once each
-// way.
-bool self_paired(const Schedule& s0, Relabel how, int p) {
-    std::vector<std::tuple<uint32_t, int, size_t>> sends, recvs;
-    for (const Step& st : s0.steps()) {
-        if (st.kind == StepKind::Send)
-            sends.emplace_back(st.tag, how == Relabel::Shift ? (p - st.peer) % p : st.peer, st.bytes);
-        if (st.kind == StepKind::Recv) recvs.emplace_back(st.tag, st.peer, st.bytes);
-    }
-    if (sends.empty()) return false;
-    std::sort(sends.begin(), sends.end());
-    std::sort(recvs.begin(), recvs.end());
-    auto same_tag = [](const auto& x, const auto& y) { return std::get<0>(x) == std::get<0>(y); };
-    return sends == recvs && std::adjacent_find(sends.begin(), sends.end(), same_tag) == sends.end();
-}
-
-// Whether `sr` (rank r's schedule) is `s0` relabelled, step by step.
-bool is_image(const Schedule& s0, const Schedule& sr, int r, Relabel how, int p) {
-    if (s0.num_steps() != sr.num_steps()) return false;
-    for (StepId k = 0; k < s0.num_steps(); ++k) {
-        const Step &x = s0.steps()[k], &y = sr.steps()[k];
-        if (x.kind != y.kind || x.tag != y.tag || x.bytes != y.bytes || x.count != y.count ||
-            s0.ndeps(k) != sr.ndeps(k) || !std::equal(s0.deps_of(k), s0.deps_of(k) + s0.ndeps(k), sr.deps_of(k)))
+// Whether `sr` (rank r's schedule) is `s` (rank r mod block's) relabelled
+// by r's block, step by step.
+bool is_image(const Schedule& s, const Schedule& sr, int k, const Relabelling& how) {
+    if (s.num_steps() != sr.num_steps()) return false;
+    for (StepId i = 0; i < s.num_steps(); ++i) {
+        const Step &x = s.steps()[i], &y = sr.steps()[i];
+        if (x.kind != y.kind || x.tag != y.tag || x.bytes != y.bytes || x.count != y.count || !same_deps(s, sr, i))
             return false;
-        if ((x.peer < 0) != (y.peer < 0) || (x.peer >= 0 && y.peer != image(how, x.peer, r, p))) return false;
+        if ((x.peer < 0) != (y.peer < 0) || (x.peer >= 0 && y.peer != how.image(x.peer, k))) return false;
     }
     return true;
 }
@@ -91,34 +78,82 @@ Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams
     std::unique_ptr<Schedule> s0 = build(0);
 
     const HostMap* hosts = params.hosts.get();
-    if (params.use_symmetry && p > 1 && !s0->uses_slots() && (!hosts || hosts->flat())) {
+    // Symmetric: relabellings that keep the host map (any, where every pair
+    // of ranks is of one class; whole hosts, where hosts are blocks of
+    // consecutive ranks) take the first block's schedules to every other
+    // block's. Checked against blocks 1, blocks/2 + 1 and the last.
+    const int block = !hosts || hosts->flat() ? 1 : hosts->block();
+    const size_t budget = std::min<size_t>(params.max_simulated_steps, size_t(1) << 31);
+    // The schedules built for the check, kept for the simulation below
+    // while their steps fit the budget (Shift and Xor take the first block
+    // to the same ranks).
+    std::map<int, std::unique_ptr<Schedule>> kept;
+    size_t kept_steps = 0;
+    auto rank = [&](int r) -> const Schedule& {
+        std::unique_ptr<Schedule>& s = kept[r];
+        if (!s) {
+            s = build(r);
+            kept_steps += s->num_steps();
+        }
+        return *s;
+    };
+    auto trim = [&](int r) {
+        if (kept_steps <= budget) return;
+        kept_steps -= kept[r]->num_steps();
+        kept.erase(r);
+    };
+    if (params.use_symmetry && p > 1 && block > 0 && block < p && !s0->uses_slots()) {
+        const int blocks = p / block;
+        kept_steps = s0->num_steps();
+        kept[0] = std::move(s0);
         std::vector<int> sample;
-        for (int r : {1, p / 2 + 1, p - 1})
-            if (r > 0 && r < p && std::find(sample.begin(), sample.end(), r) == sample.end()) sample.push_back(r);
-        for (Relabel how : {Relabel::Shift, Relabel::Xor}) {
-            if (how == Relabel::Xor && (p & (p - 1))) continue;
-            if (!self_paired(*s0, how, p)) continue;
+        for (int k : {1, blocks / 2 + 1, blocks - 1})
+            if (k > 0 && k < blocks && std::find(sample.begin(), sample.end(), k) == sample.end()) sample.push_back(k);
+        for (auto how : {Relabelling::How::Shift, Relabelling::How::Xor}) {
+            if (how == Relabelling::How::Xor && (blocks & (blocks - 1))) continue;
+            const Relabelling r{how, block, p};
+            // Rank 0 first: most schedules that are not images differ there.
+            // The first block is simulated: rank 0 alone, or as many steps
+            // as the budget allows.
             bool images = true;
-            for (size_t i = 0; i < sample.size() && images; ++i)
-                images = is_image(*s0, *build(sample[i]), sample[i], how, p);
+            for (int i = 0; i < block && images; ++i) {
+                rank(i);
+                images = block == 1 || kept_steps <= budget;
+                for (size_t j = 0; j < sample.size() && images; ++j) {
+                    const int q = r.image(i, sample[j]);
+                    images = is_image(rank(i), rank(q), sample[j], r);
+                    trim(q);
+                }
+            }
             if (!images) continue;
             SimGroup g(p, args.dtype, hosts);
-            g.add(0, *s0);
-            s0.reset();
+            for (int i = 0; i < block; ++i) g.add(i, rank(i));
+            if (!g.pair_images(r)) continue;
+            kept.clear();
             out.mode = SimMode::Symmetric;
-            out.ranks = 1;
+            out.ranks = block;
             out.steps = g.steps();
             out.us = g.simulate(params, SimGroup::Outside::Mirror);
             return out;
         }
+        s0 = std::move(kept[0]);
+        kept.erase(0);
     }
 
     // Every rank while the budget lasts; the ranks a simulated rank receives
     // from are taken with it (depth first), starting from rank 0 and evenly
     // spaced ranks, then the rest in order.
-    const size_t budget = std::min<size_t>(params.max_simulated_steps, size_t(1) << 31);
     SimGroup g(p, args.dtype, hosts);
     g.reserve(std::min<size_t>(budget, static_cast<size_t>(p) * s0->num_steps() + 1024));
+    // Each rank's schedule, once: those built above, or built now.
+    auto built = [&](int r) {
+        if (r == 0 && s0) return std::move(s0);
+        auto it = kept.find(r);
+        if (it == kept.end()) return build(r);
+        std::unique_ptr<Schedule> s = std::move(it->second);
+        kept.erase(it);
+        return s;
+    };
     bool room = true;
     auto take = [&](int r, std::unique_ptr<Schedule> s, std::vector<int>* stack) {
         if (g.ranks() > 0 && g.steps() + s->num_steps() > budget) return room = false;
@@ -137,11 +172,11 @@ Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams
         while (!stack.empty() && room) {
             const int r = stack.back();
             stack.pop_back();
-            if (!g.has(r)) take(r, r == 0 && s0 ? std::move(s0) : build(r), &stack);
+            if (!g.has(r)) take(r, built(r), &stack);
         }
     }
     for (int r = 0; r < p && room; ++r)
-        if (!g.has(r)) take(r, build(r), nullptr);
+        if (!g.has(r)) take(r, built(r), nullptr);
     out.mode = g.ranks() == p ? SimMode::Full : SimMode::Sampled;
     out.ranks = g.ranks();
     out.steps = g.steps();

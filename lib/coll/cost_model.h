@@ -18,17 +18,22 @@
 // outcome never depends on how a queue breaks ties.
 //
 // Which ranks are simulated (SimMode):
-//   Symmetric  the schedules are images of rank 0's under a relabelling of
-//              the ranks that all of them share: rank r's is rank 0's with
-//              every peer q replaced by q + r (mod size; rings, Bruck) or
-//              q xor r (power-of-two sizes; recursive doubling and halving),
-//              with the same kinds, tags, sizes and dependencies, step by
-//              step, with messages only (no slots), where every pair of
-//              ranks is of one link class (HostMap::flat). Checked on rank 0
-//              against ranks 1, size/2 + 1 and size - 1. Every rank then
-//              lives the same timeline, so rank 0 alone is simulated, its
-//              send with tag T standing for the matching send of its peer:
-//              exact, at the cost of one rank.
+//   Symmetric  the schedules are images of those of the first block of
+//              ranks under relabellings that keep the host map: with every
+//              pair of ranks of one link class (HostMap::flat) the block is
+//              rank 0 alone and rank r's schedule is rank 0's with every
+//              peer q replaced by q + r (mod size; rings, Bruck) or q xor r
+//              (power-of-two sizes; recursive doubling and halving); with
+//              hosts of n consecutive ranks (HostMap::block) the block is
+//              host 0, and a rank on host h has the schedule of its place
+//              on host 0 with every peer moved h hosts on, or to the same
+//              place on host (its host xor h). The same kinds, tags, sizes
+//              and dependencies, step by step, with messages only (no
+//              slots), checked against blocks 1, blocks/2 + 1 and the last.
+//              Every block then lives the same timeline, so the first
+//              alone is simulated, a transfer with a rank outside standing
+//              for the image of one of its own: exact, at the cost of one
+//              block.
 //   Full       every rank, while their steps add up to at most
 //              max_simulated_steps: exact.
 //   Sampled    beyond that budget: as many ranks as fit it, chosen so that

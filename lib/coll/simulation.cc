@@ -88,7 +88,7 @@ void SimGroup::add(int rank, const Schedule& s) {
     nodes_.push_back(end);
 }
 
-void SimGroup::pair(Outside outside) {
+void SimGroup::pair_inside() {
     xfer_base_.push_back(xfers_.size());
     auto key = [](const Xfer& x) { return std::make_tuple(x.send, x.peer, x.tag, x.step); };
     auto before = [&](const Xfer& x, const Xfer& y) { return key(x) < key(y); };
@@ -117,18 +117,65 @@ void SimGroup::pair(Outside outside) {
             nodes_[it->step].partner = x.step;
         }
     }
-    for (int i = 0; i < ranks(); ++i) {
+    for (int i = 0; i < ranks(); ++i)
         for (size_t j = xfer_base_[i]; j < xfer_base_[i + 1]; ++j) {
             const Xfer& x = xfers_[j];
             if (!x.send && index_[x.peer] >= 0 && nodes_[x.step].partner == kNone)
                 fail(CHORUS_ERR_INTERNAL, "cost model: rank ", ranks_[i], " receives tag ", x.tag, " from rank ",
                      x.peer, ", which sends no such message");
         }
-        pair_outside(xfer_base_[i], xfer_base_[i + 1], outside);
+}
+
+bool SimGroup::pair_images(const Relabelling& r) {
+    if (paired_ || r.size != size_ || ranks() != r.block)
+        fail(CHORUS_ERR_INTERNAL, "cost model: images of ", ranks(), " ranks by blocks of ", r.block);
+    for (int i = 0; i < ranks(); ++i)
+        if (ranks_[i] != i) fail(CHORUS_ERR_INTERNAL, "cost model: images of a group without rank ", i);
+    for (auto [step, peer] : awaits_)
+        if (index_[peer] < 0) return false;  // slots are not mirrored
+    pair_inside();
+    // Each transfer with a rank q outside, by the counterpart it needs: a
+    // send from i to q meets the image of a receive of rank q mod block from
+    // i's image under the relabelling that takes q home, with its tag and
+    // size; a receive is found by its own.
+    struct End {
+        int rank, peer;
+        uint32_t tag;
+        uint64_t bytes;
+        uint32_t step;
+        bool operator<(const End& o) const {
+            return std::tie(rank, peer, tag, bytes, step) < std::tie(o.rank, o.peer, o.tag, o.bytes, o.step);
+        }
+    };
+    std::vector<End> sends, recvs;
+    for (int i = 0; i < ranks(); ++i)
+        for (size_t j = xfer_base_[i]; j < xfer_base_[i + 1]; ++j) {
+            const Xfer& x = xfers_[j];
+            if (index_[x.peer] >= 0) continue;
+            const StepKind k = static_cast<StepKind>(nodes_[x.step].kind);
+            if (k != StepKind::Send && k != StepKind::Recv) return false;  // one-sided: not mirrored
+            const uint64_t bytes = nodes_[x.step].bytes;
+            if (x.send)
+                sends.push_back({x.peer % r.block, r.image(i, r.home(x.peer / r.block)), x.tag, bytes, x.step});
+            else
+                recvs.push_back({i, x.peer, x.tag, bytes, x.step});
+        }
+    if (sends.size() != recvs.size()) return false;
+    std::sort(sends.begin(), sends.end());
+    std::sort(recvs.begin(), recvs.end());
+    for (size_t j = 0; j < sends.size(); ++j) {
+        const End &x = sends[j], &y = recvs[j];
+        if (x.rank != y.rank || x.peer != y.peer || x.tag != y.tag || x.bytes != y.bytes) return false;
+    }
+    for (size_t j = 0; j < sends.size(); ++j) {
+        nodes_[sends[j].step].partner = recvs[j].step;
+        nodes_[recvs[j].step].partner = sends[j].step;
     }
     xfers_.clear();
     xfers_.shrink_to_fit();
     pair_awaits();
+    paired_ = true;
+    return true;
 }
 
 void SimGroup::pair_awaits() {
@@ -149,29 +196,17 @@ void SimGroup::pair_awaits() {
     awaits_.shrink_to_fit();
 }
 
-void SimGroup::pair_outside(size_t begin, size_t end, Outside outside) {
-    // This rank's sends (Mirror: those to ranks not simulated) and its
-    // receives from ranks not simulated, by (tag, step).
+void SimGroup::pair_lockstep(size_t begin, size_t end) {
+    // This rank's sends and its receives from ranks not simulated, by (tag,
+    // step).
     std::vector<std::pair<uint32_t, uint32_t>> sends, recvs;
     for (size_t j = begin; j < end; ++j) {
         const Xfer& x = xfers_[j];
-        if (x.send && (outside == Outside::Lockstep || index_[x.peer] < 0)) sends.emplace_back(x.tag, x.step);
+        if (x.send) sends.emplace_back(x.tag, x.step);
         if (!x.send && index_[x.peer] < 0) recvs.emplace_back(x.tag, x.step);
     }
     std::sort(sends.begin(), sends.end());
     std::sort(recvs.begin(), recvs.end());
-    if (outside == Outside::Mirror) {
-        // The caller checked that each tag goes once each way.
-        if (sends.size() != recvs.size())
-            fail(CHORUS_ERR_INTERNAL, "cost model: a symmetric schedule whose sends and receives do not pair");
-        for (size_t j = 0; j < sends.size(); ++j) {
-            if (sends[j].first != recvs[j].first)
-                fail(CHORUS_ERR_INTERNAL, "cost model: a symmetric schedule without a receive of tag ", sends[j].first);
-            nodes_[sends[j].second].partner = recvs[j].second;
-            nodes_[recvs[j].second].partner = sends[j].second;
-        }
-        return;
-    }
     for (auto [tag, step] : recvs) {
         auto it = std::lower_bound(sends.begin(), sends.end(), std::make_pair(tag, uint32_t(0)));
         const uint32_t s = it != sends.end() && it->first == tag ? it->second : kNone;
@@ -182,18 +217,41 @@ void SimGroup::pair_outside(size_t begin, size_t end, Outside outside) {
 }
 
 double SimGroup::simulate(const CostParams& p, Outside outside) {
-    pair(outside);
+    if (outside == Outside::Mirror && !paired_)
+        fail(CHORUS_ERR_INTERNAL, "cost model: a mirrored simulation without its images paired");
+    if (outside == Outside::Lockstep) {
+        if (paired_) fail(CHORUS_ERR_INTERNAL, "cost model: a group simulated twice");
+        pair_inside();
+        for (int i = 0; i < ranks(); ++i) pair_lockstep(xfer_base_[i], xfer_base_[i + 1]);
+        xfers_.clear();
+        xfers_.shrink_to_fit();
+        pair_awaits();
+        paired_ = true;
+    }
     const uint32_t n = static_cast<uint32_t>(steps());
     // Busy until: each rank's CPU and ports, each host's link.
     std::vector<double> cpu(ranks(), 0.0), out(ranks(), 0.0), in(ranks(), 0.0);
     std::vector<double> link_out(hosts_ ? hosts_->hosts() : 0, 0.0), link_in(link_out);
+    // Steps ready at the same time run in order of their index in their
+    // rank's schedule, then of their rank's place on its host, then of the
+    // host: the ranks with one place on hosts of one size take their turns
+    // together, as their images do when one host stands for all (Mirror).
+    std::vector<uint32_t> who_of(ranks()), tie(ranks());
+    for (int w = 0; w < ranks(); ++w) who_of[w] = static_cast<uint32_t>(w);
+    if (hosts_) {
+        auto place = [&](uint32_t w) { return std::make_pair(hosts_->local_index(ranks_[w]), host_[w]); };
+        std::sort(who_of.begin(), who_of.end(), [&](uint32_t x, uint32_t y) { return place(x) < place(y); });
+    } else {
+        std::sort(who_of.begin(), who_of.end(), [&](uint32_t x, uint32_t y) { return ranks_[x] < ranks_[y]; });
+    }
+    for (int t = 0; t < ranks(); ++t) tie[who_of[t]] = static_cast<uint32_t>(t);
     struct Event {
         double time;
         uint32_t local;  // step index in its rank's schedule
-        uint32_t who;
+        uint32_t tie;    // its rank's turn among steps ready together
     };
     auto later = [](const Event& x, const Event& y) {
-        return std::tie(x.time, x.local, x.who) > std::tie(y.time, y.local, y.who);
+        return std::tie(x.time, x.local, x.tie) > std::tie(y.time, y.local, y.tie);
     };
     std::priority_queue<Event, std::vector<Event>, decltype(later)> queue(later);
     // Steps parked until another step happens (a list per awaited step:
@@ -255,7 +313,7 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
         for (uint32_t i = nodes_[s].out_begin, e = nodes_[s + 1].out_begin; i < e; ++i) {
             Node& d = nodes_[out_[i]];
             d.ready = std::max(d.ready, t);
-            if (--d.left == 0) queue.push({d.ready, out_[i] - base_[d.owner], d.owner});
+            if (--d.left == 0) queue.push({d.ready, out_[i] - base_[d.owner], tie[d.owner]});
         }
     };
     // A receive whose data leaves its sender at `leaves`; an await whose
@@ -343,8 +401,8 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
     };
 
     // The steps ready from the start, in the queue's order (time 0, step
-    // index, rank) without the queue: a counting sort by step index, stable
-    // in rank. Nothing becomes ready at time 0 later (every step takes time).
+    // index, turn) without the queue: a counting sort by step index, stable
+    // in turn. Nothing becomes ready at time 0 later (every step takes time).
     {
         std::vector<uint32_t> at(1, 0), first;
         for (uint32_t s = 0; s < n; ++s) {
@@ -355,15 +413,18 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
         }
         for (size_t i = 1; i < at.size(); ++i) at[i] += at[i - 1];
         first.resize(at.back());
-        for (uint32_t s = 0; s < n; ++s)
-            if (!nodes_[s].left) first[at[s - base_[nodes_[s].owner]]++] = s;
+        for (uint32_t w : who_of) {
+            const uint32_t b = base_[w], e = w + 1 < base_.size() ? base_[w + 1] : n;
+            for (uint32_t s = b; s < e; ++s)
+                if (!nodes_[s].left) first[at[s - b]++] = s;
+        }
         for (uint32_t s : first) step(s);
     }
     for (;;) {
         while (!queue.empty()) {
             const Event e = queue.top();
             queue.pop();
-            step(base_[e.who] + e.local);
+            step(base_[who_of[e.tie]] + e.local);
         }
         for (uint32_t r : waited)
             if (nodes_[r].state != kFinished) stuck.emplace(nodes_[r].ready, r);

@@ -14,12 +14,30 @@
 
 namespace chorus::coll {
 
+// A relabelling of the ranks that keeps a host map whose hosts are blocks
+// of `block` consecutive ranks (block 1: a map where every pair of ranks is
+// of one link class), one of a family indexed by k < blocks(): Shift moves
+// a rank k blocks on (mod size), Xor takes it to the same place in block
+// (its block xor k), for a power-of-two number of blocks.
+struct Relabelling {
+    enum class How { Shift, Xor } how = How::Shift;
+    int block = 1, size = 1;
+    int blocks() const { return size / block; }
+    int image(int rank, int k) const {
+        return how == How::Shift ? static_cast<int>((static_cast<long>(rank) + static_cast<long>(k) * block) % size)
+                                 : rank % block + block * ((rank / block) ^ k);
+    }
+    // The k whose relabelling takes block b to block 0.
+    int home(int b) const { return how == How::Shift ? (blocks() - b) % blocks() : b; }
+};
+
 class SimGroup {
 public:
     // How a transfer with a rank that is not simulated is taken:
-    //   Mirror    the peer is rank 0's image (symmetric schedules): a send
-    //             with tag T and the receive with tag T of the same rank
-    //             are one transfer, in and out of its own ports;
+    //   Mirror    the simulated ranks are one block (pair_images) and the
+    //             peer is the image of one of them (symmetric schedules):
+    //             a transfer with a rank outside is the image of one of the
+    //             block's own, in and out of its ports;
     //   Lockstep  the peer is as far along as this rank (SimMode::Sampled):
     //             its message leaves when this rank's own send with the same
     //             tag starts, its slot is published when this rank's is.
@@ -34,9 +52,18 @@ public:
     bool has(int rank) const { return index_[rank] >= 0; }
     int ranks() const { return static_cast<int>(ranks_.size()); }
     size_t steps() const { return nodes_.size() - 1; }
+    // For Outside::Mirror, where ranks 0 to r.block - 1 were added and
+    // every other rank's schedule is the image of one of theirs under r:
+    // pair every transfer. Rank i's transfer with a rank q outside the
+    // block stands for q's transfer with i, which is the image of one of
+    // rank (q mod block)'s own, with i's image under the relabelling that
+    // takes q home: the other way, with the same tag and size. False where
+    // some transfer has no such counterpart.
+    bool pair_images(const Relabelling& r);
     // Pair every transfer with its counterpart and every await with the
-    // publish it waits for (throws Error naming the first one without),
-    // then run. Returns the time the last step ends.
+    // publish it waits for (throws Error naming the first one without;
+    // Mirror: pair_images did), then run. Returns the time the last step
+    // ends.
     double simulate(const CostParams& p, Outside outside);
 
 private:
@@ -46,8 +73,8 @@ private:
         uint32_t step;  // global step index
         bool send;
     };
-    void pair(Outside outside);
-    void pair_outside(size_t begin, size_t end, Outside outside);
+    void pair_inside();
+    void pair_lockstep(size_t begin, size_t end);
     void pair_awaits();
 
     // One step, in the 32 bytes the simulation reads when it runs it (its
@@ -84,6 +111,7 @@ private:
     std::vector<uint32_t> publish_;
     std::vector<std::pair<uint32_t, int>> awaits_;
     bool has_slots_ = false;
+    bool paired_ = false;
 };
 
 }  // namespace chorus::coll

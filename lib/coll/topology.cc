@@ -32,6 +32,15 @@ HostMap HostMap::from_layout(const std::vector<int>& sizes) {
     return from_labels(label);
 }
 
+int HostMap::block() const {
+    if (host_of_.empty()) return 0;
+    const int n = static_cast<int>(members_[0].size());
+    if (ranks() % n) return 0;
+    for (int r = 0; r < ranks(); ++r)
+        if (host_of_[r] != r / n) return 0;
+    return n;
+}
+
 std::string HostMap::describe() const {
     if (host_of_.empty()) return "one host";
     std::string out =

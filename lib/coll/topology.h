@@ -30,6 +30,9 @@ public:
     // One host, or each rank a host of its own: every pair of ranks is of
     // one link class.
     bool flat() const { return hosts() == 1 || hosts() == ranks(); }
+    // n where host h holds ranks h*n to h*n + n - 1 for every h (hosts of n
+    // consecutive ranks), else 0.
+    int block() const;
     // "4 ranks on 2 hosts (2+2)"; long layouts summarised ("32768 ranks on
     // 4096 hosts (8 each)", "... (3 to 8 each)").
     std::string describe() const;
