@@ -31,22 +31,33 @@ std::unique_ptr<Schedule> build_bcast_allgatherv(const CollArgs& a) {
     int rounds = 0;
     while ((1 << rounds) < p) ++rounds;
 
-    std::vector<std::vector<StepId>> arrived(p);  // pieces of block b received here
+    // The blocks that hold elements: an empty one is no message, so the
+    // rounds pass over these alone (a few of many blocks, typically).
+    std::vector<int> held;
+    std::vector<Block> blocks;
+    for (int b = 0; b < p; ++b) {
+        const Block blk = a.block(Side::Recv, b);
+        if (!blk.count) continue;
+        held.push_back(b);
+        blocks.push_back(blk);
+    }
+    std::vector<std::vector<StepId>> arrived(held.size());  // pieces of block held[i] received here
     std::vector<StepId> own_sends;
     for (int round = 0; round < rounds; ++round) {
         const int m = 1 << (rounds - 1 - round);  // this round's edges: rel -> rel + m
-        for (int b = 0; b < p; ++b) {
+        for (size_t i = 0; i < held.size(); ++i) {
+            const int b = held[i];
             const int rel = mod(r - b, p);
-            const Block blk = a.block(Side::Recv, b);
+            const Block& blk = blocks[i];
             const uint32_t step = static_cast<uint32_t>(b);
             if (rel != 0 && (rel & -rel) == m) {
-                arrived[b] = sb.recv(mod(r - m, p), step, Buf::Recv, blk.offset, blk.count);
+                arrived[i] = sb.recv(mod(r - m, p), step, Buf::Recv, blk.offset, blk.count);
             } else if (rel % (2 * m) == 0 && rel + m < p) {
                 const int child = mod(r + m, p);
                 if (rel == 0)
                     append(own_sends, sb.send(child, step, Buf::Send, 0, blk.count));
                 else
-                    sb.send_each_after(child, step, Buf::Recv, blk.offset, blk.count, arrived[b]);
+                    sb.send_each_after(child, step, Buf::Recv, blk.offset, blk.count, arrived[i]);
             }
         }
     }

@@ -31,12 +31,13 @@ std::unique_ptr<Schedule> build_ring_allgather(const CollArgs& a) {
     std::vector<StepId> arrived;  // pieces of the block received last step
     std::vector<StepId> first;    // the sends of this rank's own block
     for (int st = 0; st < p - 1; ++st) {
+        // An empty block is no message (skipped here, as it makes no step:
+        // all-gatherv's blocks are often mostly empty).
         const Block out = block(mod(r - st, p)), in = block(mod(r - st - 1, p));
-        if (st == 0)
-            first = sb.send(next, st, Buf::Send, 0, out.count);
-        else
-            sb.send_each_after(next, st, Buf::Recv, out.offset, out.count, arrived);
-        arrived = sb.recv(prev, st, Buf::Recv, in.offset, in.count);
+        if (out.count && st == 0) first = sb.send(next, st, Buf::Send, 0, out.count);
+        if (out.count && st > 0) sb.send_each_after(next, st, Buf::Recv, out.offset, out.count, arrived);
+        arrived.clear();
+        if (in.count) arrived = sb.recv(prev, st, Buf::Recv, in.offset, in.count);
     }
     // This rank's block into its place, behind the sends of it; nothing reads
     // or writes it again, as the ring sends it from the send buffer.
