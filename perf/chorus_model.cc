@@ -3,7 +3,7 @@
 // every algorithm's predicted time under the cost model and the selector's
 // choice. No MPI, no network: it runs anywhere.
 //
-//   chorus-model [-c COLLECTIVE] [-p P1,P2,...] [-m MIN:MAX] [-T datatype] [--check]
+//   chorus-model [-c COLLECTIVE] [-p P1,P2,...] [-m MIN:MAX] [-T datatype] [--check] [-j THREADS]
 //                [-H HOSTS | -H HOSTSxRANKS | --layout N,N,...]
 //
 // Hosts: -H HOSTS spreads each rank count of -p over HOSTS hosts
@@ -15,12 +15,22 @@
 // reads (see README); CHORUS_COST_MAX_STEPS defaults to 4 million here.
 // --check: exit with status 1 unless the selector's choice is within 5% of
 // the best prediction at every point printed (each point off is listed).
+// -j THREADS: a table's rows (message sizes) are computed by this many
+// threads at once, each with its own selector (default: one a core); the
+// output does not depend on it.
+#include <malloc.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -37,7 +47,7 @@ namespace {
 void usage() {
     std::fprintf(stderr,
                  "usage: chorus-model [-c COLLECTIVE|all] [-p RANKS,...] [-m MIN:MAX bytes, suffixes K M G]\n"
-                 "                    [-T datatype] [--check]\n"
+                 "                    [-T datatype] [--check] [-j THREADS]\n"
                  "                    [-H HOSTS | -H HOSTSxRANKS_PER_HOST | --layout N,N,...]\n"
                  "COLLECTIVE: allreduce bcast reduce reduce_scatter allgather allgatherv alltoall\n"
                  "            alltoallv gather gatherv scatter scatterv barrier\n"
@@ -46,6 +56,7 @@ void usage() {
                  "with equal blocks and skewed (rank 0's block holds the whole gathered message).\n"
                  "defaults: -c all -p 2,16,128,1024,4096 -m 8:1G -T float32, one host\n"
                  "--check: status 1 unless every choice is within 5%% of the best prediction\n"
+                 "-j: rows computed at once (default: one a core)\n"
                  "a prediction marked ~ simulated only some of the ranks (see README)\n");
 }
 
@@ -71,6 +82,14 @@ std::vector<int> spread(int p, int hosts) {
     return sizes;
 }
 
+// printf into a string.
+template <typename... Args>
+std::string cat_format(const char* format, Args... args) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, format, args...);
+    return buf;
+}
+
 std::string human(size_t bytes) {
     if (bytes >= (1u << 30) && bytes % (1u << 30) == 0) return cat(bytes >> 30, "G");
     if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return cat(bytes >> 20, "M");
@@ -80,13 +99,88 @@ std::string human(size_t bytes) {
 
 }  // namespace
 
+// The largest buffer a rank passes for a message of `bytes` (as the tables
+// count them: per rank or per peer for the gathering and scattering
+// collectives, whose receive or root buffer holds p of them).
+size_t buffer_bytes(coll::Collective c, size_t bytes, int p) {
+    switch (c) {
+        case coll::Collective::Allgather:
+        case coll::Collective::Allgatherv:
+        case coll::Collective::Alltoall:
+        case coll::Collective::Alltoallv:
+        case coll::Collective::Gather:
+        case coll::Collective::Gatherv:
+        case coll::Collective::Scatter:
+        case coll::Collective::Scatterv: return bytes * static_cast<size_t>(p);
+        default: return bytes;
+    }
+}
+// Beyond a node's memory: a 32768-rank gather of 1 GiB a rank would need
+// 32 TiB at its root, and its schedule a step per piece of every block.
+constexpr size_t kMaxBuffer = size_t(1) << 40;
+
 // How far the choice is from the best prediction at one point.
 struct Miss {
     std::string where;
     double ratio;
 };
 
+// One line of a table: every algorithm's prediction at `bytes` and the
+// selector's choice; a choice more than `tolerance` above the best is added
+// to `misses`.
+std::string table_row(coll::Selector& selector, const std::vector<coll::Algorithm>& algos, coll::Collective c, int p,
+                      chorus_datatype_t dt, size_t bytes, bool skewed, const Config& config,
+                      const coll::CostParams& params, double tolerance, std::vector<Miss>& misses) {
+    coll::CollArgs args;
+    args.coll = c;
+    args.size = p;
+    args.dtype = dt;
+    args.op = CHORUS_SUM;
+    args.chunk_bytes = config.chunk_bytes;
+    args.depth = config.window;
+    args.hosts = params.hosts.get();
+    const size_t elems = bytes / datatype_size(dt);
+    args.count = c == coll::Collective::ReduceScatter ? elems / p : elems;
+    if (skewed) {
+        args.counts.assign(static_cast<size_t>(p), 0);
+        args.counts[0] = elems * static_cast<size_t>(p);
+        args.displs.assign(static_cast<size_t>(p), args.counts[0]);
+        args.displs[0] = 0;
+        args.count = args.counts[0];
+    }
+    const coll::Choice& choice = selector.choose(args);
+    const coll::Predictions preds = selector.predictions(args, args.message_bytes());
+    double best = 0, chosen = 0;
+    for (const auto& [a, pr] : preds) {
+        if (best == 0 || pr.us < best) best = pr.us;
+        if (a == choice.algorithm) chosen = pr.us;
+    }
+    std::string out = cat_format("  %10s", human(args.message_bytes()).c_str());
+    for (const auto& a : algos) {
+        auto it = std::find_if(preds.begin(), preds.end(), [&](const auto& x) { return x.first == &a; });
+        if (it == preds.end()) {
+            out += cat_format(" %19s  ", "-");
+            continue;
+        }
+        out += cat_format(" %18.1f%s%s", it->second.us, it->second.exact() ? " " : "~",
+                          &a == choice.algorithm ? "*" : " ");
+    }
+    out += cat_format("   %s\n", choice.algorithm->name);
+    // The irregular forms choose by agreed arguments only (not checked).
+    if (best > 0 && chosen > best * tolerance && coll::Selector::sizes_agreed(c))
+        misses.push_back(
+            {cat(coll::collective_name(c), skewed ? " (skewed)" : "", " p=", p, " ", human(args.message_bytes()), ": ",
+                 choice.algorithm->name, " ", chosen, " us, best ", best, " us"),
+             chosen / best});
+    return out;
+}
+
 int main(int argc, char** argv) {
+    // Each prediction fills and frees up to a few hundred MB: kept in the
+    // heap rather than returned to the system, the next one does not fault
+    // its pages in again (a sixth of the time at -H 4096x8).
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
     std::vector<coll::Collective> colls;
     std::vector<int> ranks = {2, 16, 128, 1024, 4096};
     size_t lo = 8, hi = size_t(1) << 30;
@@ -95,6 +189,8 @@ int main(int argc, char** argv) {
     int hosts = 0;            // -H HOSTS: each rank count spread over them
     std::vector<int> layout;  // --layout, or -H HOSTSxRANKS
     constexpr double kTolerance = 1.05;
+    // Rows computed at once (-j): each as many cores.
+    int threads = std::max(1u, std::thread::hardware_concurrency());
     try {
         for (int i = 1; i < argc; ++i) {
             std::string a = argv[i];
@@ -122,6 +218,8 @@ int main(int argc, char** argv) {
                     layout.assign(static_cast<size_t>(hr[0]), hr[1]);
                 else
                     hosts = hr[0];
+            } else if (a == "-j") {
+                threads = parse_list(v, ',', "-j")[0];
             } else if (a == "--layout") {
                 layout = parse_list(v, ',', "layout");
             } else if (a == "-m") {
@@ -164,8 +262,9 @@ int main(int argc, char** argv) {
             "# chorus-model: predicted microseconds per algorithm; * marks the selector's choice,\n"
             "# ~ a prediction that simulated only some of the ranks\n");
         std::printf(
-            "# cost model: %s; chunk %zu bytes; symmetric schedules: rank 0 alone; others: every rank\n"
-            "# while the group has at most %zu steps, a sample of them beyond\n",
+            "# cost model: %s; chunk %zu bytes; symmetric schedules: rank 0 alone (hosts of one size\n"
+            "# and consecutive ranks: host 0); others: every rank while the group has at most\n"
+            "# %zu steps, a sample of them beyond\n",
             config.cost.describe().c_str(), config.chunk_bytes, config.cost.max_simulated_steps);
         size_t esize = datatype_size(dt);
         std::vector<Miss> misses;
@@ -177,7 +276,6 @@ int main(int argc, char** argv) {
             for (int p : ranks) {
                 coll::CostParams params = config.cost;
                 params.hosts = hosts_for(p);
-                coll::Selector selector(params);
                 const std::string where = params.hosts ? params.hosts->describe() : cat(p, " ranks");
                 for (int skewed = 0; skewed <= (skews ? 1 : 0); ++skewed) {
                     std::printf("\n# %s%s, %s, %s\n# %10s", coll::collective_name(c),
@@ -185,54 +283,67 @@ int main(int argc, char** argv) {
                                 datatype_name(dt), "bytes");
                     for (const auto& a : algos) std::printf(" %20s", a.name);
                     std::printf("   choice\n");
+                    // The table's rows (message sizes), computed by `threads`
+                    // workers, each with its own selector, printed in order.
+                    // Rows whose buffer on some rank would pass kMaxBuffer are
+                    // left out (said once).
+                    std::vector<size_t> sizes;
+                    size_t beyond = 0;
                     for (size_t bytes = barrier ? 0 : lo; bytes <= hi; bytes = bytes ? bytes * 4 : 1) {
-                        coll::CollArgs args;
-                        args.coll = c;
-                        args.size = p;
-                        args.dtype = dt;
-                        args.op = CHORUS_SUM;
-                        args.chunk_bytes = config.chunk_bytes;
-                        args.depth = config.window;
-                        args.hosts = params.hosts.get();
-                        size_t elems = bytes / esize;
-                        args.count = c == coll::Collective::ReduceScatter ? elems / p : elems;
-                        if (args.count == 0 && !barrier) continue;
-                        if (skewed) {
-                            args.counts.assign(static_cast<size_t>(p), 0);
-                            args.counts[0] = elems * static_cast<size_t>(p);
-                            args.displs.assign(static_cast<size_t>(p), args.counts[0]);
-                            args.displs[0] = 0;
-                            args.count = args.counts[0];
-                        }
-                        const coll::Choice& choice = selector.choose(args);
-                        const coll::Predictions preds = selector.predictions(args, args.message_bytes());
-                        double best = 0, chosen = 0;
-                        for (const auto& [a, pr] : preds) {
-                            if (best == 0 || pr.us < best) best = pr.us;
-                            if (a == choice.algorithm) chosen = pr.us;
-                        }
-                        std::printf("  %10s", human(args.message_bytes()).c_str());
-                        for (const auto& a : algos) {
-                            auto it =
-                                std::find_if(preds.begin(), preds.end(), [&](const auto& x) { return x.first == &a; });
-                            if (it == preds.end()) {
-                                std::printf(" %19s  ", "-");
-                                continue;
-                            }
-                            std::printf(" %18.1f%s%s", it->second.us, it->second.exact() ? " " : "~",
-                                        &a == choice.algorithm ? "*" : " ");
-                        }
-                        std::printf("   %s\n", choice.algorithm->name);
-                        std::fflush(stdout);
-                        ++points;
-                        // The irregular forms choose by agreed arguments only (not checked).
-                        if (best > 0 && chosen > best * kTolerance && coll::Selector::sizes_agreed(c))
-                            misses.push_back({cat(coll::collective_name(c), skewed ? " (skewed)" : "", " p=", p, " ",
-                                                  human(args.message_bytes()), ": ", choice.algorithm->name, " ",
-                                                  chosen, " us, best ", best, " us"),
-                                              chosen / best});
+                        const size_t elems = bytes / esize;
+                        const size_t count = c == coll::Collective::ReduceScatter ? elems / p : elems;
+                        if (buffer_bytes(c, bytes, p) > kMaxBuffer)
+                            ++beyond;
+                        else if (count > 0 || barrier)
+                            sizes.push_back(bytes);
                         if (barrier || bytes > hi / 4) break;
                     }
+                    struct Row {
+                        std::string text;
+                        std::vector<Miss> misses;
+                        std::string error;
+                    };
+                    std::vector<Row> rows(sizes.size());
+                    std::vector<char> ready(sizes.size(), 0);
+                    std::mutex mu;
+                    std::condition_variable filled;
+                    std::atomic<size_t> next{0};
+                    auto work = [&] {
+                        coll::Selector selector(params);
+                        for (size_t i; (i = next++) < sizes.size();) {
+                            Row row;
+                            try {
+                                row.text = table_row(selector, algos, c, p, dt, sizes[i], skewed, config, params,
+                                                     kTolerance, row.misses);
+                            } catch (const Error& e) {
+                                row.error = e.what();
+                            }
+                            std::lock_guard<std::mutex> lock(mu);
+                            rows[i] = std::move(row);
+                            ready[i] = 1;
+                            filled.notify_all();
+                        }
+                    };
+                    std::vector<std::thread> pool;
+                    const int workers = std::min<int>(threads, static_cast<int>(sizes.size()));
+                    for (int t = 0; t < workers && workers > 1; ++t) pool.emplace_back(work);
+                    std::string error;
+                    if (pool.empty()) work();
+                    for (size_t i = 0; i < sizes.size(); ++i) {
+                        std::unique_lock<std::mutex> lock(mu);
+                        filled.wait(lock, [&] { return ready[i] != 0; });
+                        if (!rows[i].error.empty() && error.empty()) error = rows[i].error;
+                        if (!error.empty()) continue;
+                        std::fputs(rows[i].text.c_str(), stdout);
+                        std::fflush(stdout);
+                        ++points;
+                        misses.insert(misses.end(), rows[i].misses.begin(), rows[i].misses.end());
+                    }
+                    for (auto& t : pool) t.join();
+                    if (!error.empty()) throw Error(CHORUS_ERR_INTERNAL, error);
+                    if (beyond)
+                        std::printf("  # %zu larger sizes left out: a rank's buffer would pass %s bytes\n", beyond,
+                                    human(kMaxBuffer).c_str());
                 }
             }
             const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,0 +1,52 @@
+#!/bin/sh
+# Checks of chorus-model (no MPI):
+#   - the selector's choices pass --check on a small two-level layout;
+#   - the tables do not depend on how many threads compute them (-j);
+#   - sizes at which a rank's buffer would pass 1 TiB are left out, and said so;
+#   - bad command lines exit 2.
+#
+# Usage: test_model.sh CHORUS_MODEL
+set -u
+
+if [ $# -ne 1 ]; then
+    echo "usage: $0 CHORUS_MODEL" >&2
+    exit 99
+fi
+MODEL=$1
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+failures=0
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+"$MODEL" --check -H 4x2 -m 8:2M >"$TMP/check" 2>&1 || fail "--check -H 4x2: status $? ($(tail -3 "$TMP/check"))"
+grep -q "^# check: 0 of" "$TMP/check" || fail "--check printed no summary"
+
+# The seconds each collective took are the only lines that may differ.
+for args in "-c all -H 4x2 -m 8:2M" "-c allreduce -H 8x4 -m 8:8M" "-c bcast --layout 3,1,2 -m 8:1M"; do
+    # shellcheck disable=SC2086
+    "$MODEL" $args -j 1 | grep -v '^# [a-z_]*: [0-9.]* s$' >"$TMP/one" || fail "$args -j 1: status $?"
+    # shellcheck disable=SC2086
+    "$MODEL" $args -j 3 | grep -v '^# [a-z_]*: [0-9.]* s$' >"$TMP/three" || fail "$args -j 3: status $?"
+    cmp -s "$TMP/one" "$TMP/three" || fail "$args: -j 1 and -j 3 differ: $(diff "$TMP/one" "$TMP/three" | head -4)"
+    [ "$(grep -c '^ ' "$TMP/one")" -gt 3 ] || fail "$args: too few rows"
+done
+
+# 4096 ranks: 256 MiB a rank gathered is 1 TiB (kept), 1 GiB a rank 4 TiB (left out).
+"$MODEL" -c gather -p 4096 -m 256M:1G >"$TMP/cap" 2>&1 || fail "gather -m 256M:1G: status $?"
+grep -q '^ *256M ' "$TMP/cap" || fail "the 256M row (a 1 TiB root buffer) is missing"
+grep -q '^ *1G ' "$TMP/cap" && fail "the 1G row (a 4 TiB root buffer) was modelled"
+grep -q '1 larger sizes left out' "$TMP/cap" || fail "the row left out is not said: $(tail -3 "$TMP/cap")"
+"$MODEL" -c allreduce -p 4 -m 1G:1G | grep -q '^ *1G ' || fail "an all-reduce of 1 GiB is no larger a buffer than 1 GiB"
+
+for bad in "-j 0" "-j" "-c nothing" "-H 0"; do
+    # shellcheck disable=SC2086
+    "$MODEL" $bad >/dev/null 2>&1
+    rc=$?
+    [ $rc -eq 2 ] || fail "'$bad': status $rc, not 2"
+done
+
+[ $failures -eq 0 ] || exit 1
+echo "chorus-model checks passed"
