@@ -113,8 +113,8 @@ Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams
             if (how == Relabelling::How::Xor && (blocks & (blocks - 1))) continue;
             const Relabelling r{how, block, p};
             // Rank 0 first: most schedules that are not images differ there.
-            // The first block is simulated: rank 0 alone, or as many steps
-            // as the budget allows.
+            // The first block is simulated: rank 0 alone always, a block of
+            // several ranks only while their steps fit the budget.
             bool images = true;
             for (int i = 0; i < block && images; ++i) {
                 rank(i);
