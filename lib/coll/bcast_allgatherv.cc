@@ -17,6 +17,8 @@
 // every rank receives every other block once (the minimum); a block's root
 // sends it ceil(log2 size) times, so one large block is better off on the
 // ring's pipelined chain.
+#include <utility>
+
 #include "coll/algorithm.h"
 #include "coll/partition.h"
 #include "coll/steps.h"
@@ -33,22 +35,16 @@ std::unique_ptr<Schedule> build_bcast_allgatherv(const CollArgs& a) {
 
     // The blocks that hold elements: an empty one is no message, so the
     // rounds pass over these alone (a few of many blocks, typically).
-    std::vector<int> held;
-    std::vector<Block> blocks;
-    for (int b = 0; b < p; ++b) {
-        const Block blk = a.block(Side::Recv, b);
-        if (!blk.count) continue;
-        held.push_back(b);
-        blocks.push_back(blk);
-    }
+    std::vector<std::pair<int, Block>> held;
+    for (int b = 0; b < p; ++b)
+        if (const Block blk = a.block(Side::Recv, b); blk.count) held.emplace_back(b, blk);
     std::vector<std::vector<StepId>> arrived(held.size());  // pieces of block held[i] received here
     std::vector<StepId> own_sends;
     for (int round = 0; round < rounds; ++round) {
         const int m = 1 << (rounds - 1 - round);  // this round's edges: rel -> rel + m
         for (size_t i = 0; i < held.size(); ++i) {
-            const int b = held[i];
+            const auto& [b, blk] = held[i];
             const int rel = mod(r - b, p);
-            const Block& blk = blocks[i];
             const uint32_t step = static_cast<uint32_t>(b);
             if (rel != 0 && (rel & -rel) == m) {
                 arrived[i] = sb.recv(mod(r - m, p), step, Buf::Recv, blk.offset, blk.count);

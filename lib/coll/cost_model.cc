@@ -75,8 +75,6 @@ Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams
         return algo.build(a);
     };
     Prediction out;
-    std::unique_ptr<Schedule> s0 = build(0);
-
     const HostMap* hosts = params.hosts.get();
     // Symmetric: relabellings that keep the host map (any, where every pair
     // of ranks is of one class; whole hosts, where hosts are blocks of
@@ -86,7 +84,7 @@ Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams
     const size_t budget = std::min<size_t>(params.max_simulated_steps, size_t(1) << 31);
     // The schedules built for the check, kept for the simulation below
     // while their steps fit the budget (Shift and Xor take the first block
-    // to the same ranks).
+    // to the same ranks); rank 0's always.
     std::map<int, std::unique_ptr<Schedule>> kept;
     size_t kept_steps = 0;
     auto rank = [&](int r) -> const Schedule& {
@@ -102,10 +100,9 @@ Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams
         kept_steps -= kept[r]->num_steps();
         kept.erase(r);
     };
-    if (params.use_symmetry && p > 1 && block > 0 && block < p && !s0->uses_slots()) {
+    const size_t steps0 = rank(0).num_steps();
+    if (params.use_symmetry && p > 1 && block > 0 && block < p && !rank(0).uses_slots()) {
         const int blocks = p / block;
-        kept_steps = s0->num_steps();
-        kept[0] = std::move(s0);
         std::vector<int> sample;
         for (int k : {1, blocks / 2 + 1, blocks - 1})
             if (k > 0 && k < blocks && std::find(sample.begin(), sample.end(), k) == sample.end()) sample.push_back(k);
@@ -136,18 +133,15 @@ Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams
             out.us = g.simulate(params, SimGroup::Outside::Mirror);
             return out;
         }
-        s0 = std::move(kept[0]);
-        kept.erase(0);
     }
 
     // Every rank while the budget lasts; the ranks a simulated rank receives
     // from are taken with it (depth first), starting from rank 0 and evenly
     // spaced ranks, then the rest in order.
     SimGroup g(p, args.dtype, hosts);
-    g.reserve(std::min<size_t>(budget, static_cast<size_t>(p) * s0->num_steps() + 1024));
+    g.reserve(std::min<size_t>(budget, static_cast<size_t>(p) * steps0 + 1024));
     // Each rank's schedule, once: those built above, or built now.
     auto built = [&](int r) {
-        if (r == 0 && s0) return std::move(s0);
         auto it = kept.find(r);
         if (it == kept.end()) return build(r);
         std::unique_ptr<Schedule> s = std::move(it->second);

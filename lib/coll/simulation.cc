@@ -171,11 +171,15 @@ bool SimGroup::pair_images(const Relabelling& r) {
         nodes_[sends[j].step].partner = recvs[j].step;
         nodes_[recvs[j].step].partner = sends[j].step;
     }
+    finish_pairing();
+    return true;
+}
+
+void SimGroup::finish_pairing() {
     xfers_.clear();
     xfers_.shrink_to_fit();
     pair_awaits();
     paired_ = true;
-    return true;
 }
 
 void SimGroup::pair_awaits() {
@@ -223,10 +227,7 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
         if (paired_) fail(CHORUS_ERR_INTERNAL, "cost model: a group simulated twice");
         pair_inside();
         for (int i = 0; i < ranks(); ++i) pair_lockstep(xfer_base_[i], xfer_base_[i + 1]);
-        xfers_.clear();
-        xfers_.shrink_to_fit();
-        pair_awaits();
-        paired_ = true;
+        finish_pairing();
     }
     const uint32_t n = static_cast<uint32_t>(steps());
     // Busy until: each rank's CPU and ports, each host's link.
@@ -238,12 +239,10 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
     // together, as their images do when one host stands for all (Mirror).
     std::vector<uint32_t> who_of(ranks()), tie(ranks());
     for (int w = 0; w < ranks(); ++w) who_of[w] = static_cast<uint32_t>(w);
-    if (hosts_) {
-        auto place = [&](uint32_t w) { return std::make_pair(hosts_->local_index(ranks_[w]), host_[w]); };
-        std::sort(who_of.begin(), who_of.end(), [&](uint32_t x, uint32_t y) { return place(x) < place(y); });
-    } else {
-        std::sort(who_of.begin(), who_of.end(), [&](uint32_t x, uint32_t y) { return ranks_[x] < ranks_[y]; });
-    }
+    auto place = [&](uint32_t w) {
+        return hosts_ ? std::make_pair(hosts_->local_index(ranks_[w]), host_[w]) : std::make_pair(ranks_[w], 0);
+    };
+    std::sort(who_of.begin(), who_of.end(), [&](uint32_t x, uint32_t y) { return place(x) < place(y); });
     for (int t = 0; t < ranks(); ++t) tie[who_of[t]] = static_cast<uint32_t>(t);
     struct Event {
         double time;

@@ -76,6 +76,8 @@ private:
     void pair_inside();
     void pair_lockstep(size_t begin, size_t end);
     void pair_awaits();
+    // The pairs made: drop the transfers' lists, pair the awaits.
+    void finish_pairing();
 
     // One step, in the 32 bytes the simulation reads when it runs it (its
     // dependents are out_[out_begin, next step's out_begin)).
