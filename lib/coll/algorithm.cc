@@ -131,6 +131,19 @@ Block CollArgs::block(Side side, int i) const {
     return {(*d)[i], (*c)[i]};
 }
 
+std::vector<int> find_held_blocks(const CollArgs& a) {
+    std::vector<int> out;
+    for (int b = 0; b < a.size; ++b)
+        if (a.block(Side::Recv, b).count) out.push_back(b);
+    return out;
+}
+
+const std::vector<int>& CollArgs::held_blocks(std::vector<int>& scratch) const {
+    if (held) return *held;
+    scratch = find_held_blocks(*this);
+    return scratch;
+}
+
 bool CollArgs::extent(Side side, size_t* elems) const {
     const int n = blocks(side);
     *elems = 0;

@@ -97,6 +97,10 @@ struct CollArgs {
     // The bits of a message's algorithm tag this schedule may use (steps.h's
     // TagSpace); a two-level algorithm builds its phases with fewer.
     uint32_t tag_bits = kStepTagBits;
+    // The receive blocks that hold elements (allgatherv with counts), in rank
+    // order, where whoever builds many ranks' schedules from one set of
+    // counts found them once (the cost model); null: held_blocks() scans.
+    std::shared_ptr<const std::vector<int>> held;
 
     // reduce_scatter: elements of block i, and where it starts in Send.
     size_t block_count(int i) const { return counts.empty() ? count : counts[i]; }
@@ -116,7 +120,12 @@ struct CollArgs {
     // Elements from the buffer's start to the end of its last block (0 when
     // unused); false when that overflows size_t.
     bool extent(Side side, size_t* elems) const;
+    // The receive blocks with elements, in rank order: `held` if set, else
+    // found into `scratch` (O(size)).
+    const std::vector<int>& held_blocks(std::vector<int>& scratch) const;
 };
+// Every receive block with elements, in rank order (what `held` holds).
+std::vector<int> find_held_blocks(const CollArgs& a);
 
 using Builder = std::unique_ptr<Schedule> (*)(const CollArgs&);
 

@@ -35,9 +35,9 @@ std::unique_ptr<Schedule> build_bcast_allgatherv(const CollArgs& a) {
 
     // The blocks that hold elements: an empty one is no message, so the
     // rounds pass over these alone (a few of many blocks, typically).
+    std::vector<int> scratch;
     std::vector<std::pair<int, Block>> held;
-    for (int b = 0; b < p; ++b)
-        if (const Block blk = a.block(Side::Recv, b); blk.count) held.emplace_back(b, blk);
+    for (int b : a.held_blocks(scratch)) held.emplace_back(b, a.block(Side::Recv, b));
     std::vector<std::vector<StepId>> arrived(held.size());  // pieces of block held[i] received here
     std::vector<StepId> own_sends;
     for (int round = 0; round < rounds; ++round) {

@@ -70,6 +70,10 @@ std::vector<int> senders_of(const Schedule& s) {
 Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams& params) {
     const int p = args.size;
     CollArgs a = args;
+    // Every rank's schedule comes from these counts: find the blocks with
+    // elements once, not once a rank.
+    if (a.coll == Collective::Allgatherv && !a.counts.empty() && !a.held)
+        a.held = std::make_shared<const std::vector<int>>(find_held_blocks(a));
     auto build = [&](int r) {
         a.rank = r;
         return algo.build(a);

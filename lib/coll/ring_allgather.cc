@@ -14,6 +14,8 @@
 // sends and receives every block but its own, the minimum for an all-gather;
 // each link of the ring carries (size - 1) blocks. With one large block the
 // ring is a pipelined chain for it.
+#include <algorithm>
+
 #include "coll/algorithm.h"
 #include "coll/partition.h"
 #include "coll/steps.h"
@@ -27,12 +29,31 @@ std::unique_ptr<Schedule> build_ring_allgather(const CollArgs& a) {
     StepBuilder sb(s, a, p - 1);
     auto block = [&](int b) { return a.block(Side::Recv, b); };
 
+    // The steps that move a block: all of them with every block held, else
+    // those that send or receive one of the held blocks (an empty block is
+    // no message and makes no step; all-gatherv's blocks are often mostly
+    // empty, and then a rank's schedule costs O(held), not O(size)).
+    std::vector<int> scratch, steps;
+    const std::vector<int>& held = a.held_blocks(scratch);
+    if (held.size() == static_cast<size_t>(p)) {
+        steps.resize(static_cast<size_t>(p > 1 ? p - 1 : 0));
+        for (int st = 0; st < p - 1; ++st) steps[static_cast<size_t>(st)] = st;
+    } else {
+        for (int b : held)
+            for (int st : {mod(r - b, p), mod(r - b - 1, p)})
+                if (st < p - 1) steps.push_back(st);
+        std::sort(steps.begin(), steps.end());
+        steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    }
+
     const int next = ring_next(r, p), prev = ring_prev(r, p);
     std::vector<StepId> arrived;  // pieces of the block received last step
     std::vector<StepId> first;    // the sends of this rank's own block
-    for (int st = 0; st < p - 1; ++st) {
-        // An empty block is no message (skipped here, as it makes no step:
-        // all-gatherv's blocks are often mostly empty).
+    int last = -1;
+    for (int st : steps) {
+        // A block sent at step st arrived at step st - 1, which moved it.
+        if (st != last + 1) arrived.clear();
+        last = st;
         const Block out = block(mod(r - st, p)), in = block(mod(r - st - 1, p));
         if (out.count && st == 0) first = sb.send(next, st, Buf::Send, 0, out.count);
         if (out.count && st > 0) sb.send_each_after(next, st, Buf::Recv, out.offset, out.count, arrived);

@@ -46,6 +46,7 @@ CollArgs model_of(const CollArgs& args, size_t bytes, int shape) {
     model.displs.clear();
     model.send_counts.clear();
     model.send_displs.clear();
+    model.held.reset();
     const size_t elems = bytes / esize;
     model.count = elems;
     if (args.coll == Collective::ReduceScatter)
