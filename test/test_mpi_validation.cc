@@ -3,6 +3,7 @@
 // argument. Prints the table of what each entry point returned.
 #include <mpi.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdio>
@@ -279,5 +280,57 @@ TEST_CASE("every entry point refuses each class of bad input with its own code",
     REQUIRE(sum == float(p));
     REQUIRE(chorus_barrier(c, nullptr) == CHORUS_SUCCESS);
     REQUIRE(chorus_comm_destroy(self) == CHORUS_SUCCESS);
+    REQUIRE(chorus_comm_destroy(c) == CHORUS_SUCCESS);
+}
+
+TEST_CASE("a repeated call is checked again where its arrays or its communicator changed", "[mpi][errors]") {
+    // The C API skips the checks of a call that repeats the last one on the
+    // thread (same communicator, arguments and array contents): arrays
+    // changed in place, or a communicator that failed meanwhile, must still
+    // be refused.
+    int me = 0, p = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    chorus_comm_t c = nullptr;
+    REQUIRE(chorus_comm_create(MPI_COMM_WORLD, &c) == CHORUS_SUCCESS);
+    const auto F = CHORUS_FLOAT32;
+    std::vector<size_t> counts(static_cast<size_t>(p), 1), displs(static_cast<size_t>(p));
+    for (int i = 0; i < p; ++i) displs[static_cast<size_t>(i)] = static_cast<size_t>(i);
+    std::vector<float> x(4, static_cast<float>(me + 1)), y(static_cast<size_t>(4 * p), -1.0f);
+    auto gatherv = [&] {
+        return chorus_allgatherv(x.data(), 1, y.data(), counts.data(), displs.data(), F, c, nullptr);
+    };
+    for (int round = 0; round < 3; ++round) REQUIRE(gatherv() == CHORUS_SUCCESS);
+    for (int i = 0; i < p; ++i) CHECK(y[static_cast<size_t>(i)] == static_cast<float>(i + 1));
+
+    // This rank's own block no longer matches its send count.
+    for (auto& n : counts) n = 2;
+    CHECK(gatherv() == CHORUS_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(chorus_comm_last_error(c)).find("recvcounts[") != std::string::npos);
+    for (auto& n : counts) n = 1;
+    REQUIRE(gatherv() == CHORUS_SUCCESS);
+    REQUIRE(gatherv() == CHORUS_SUCCESS);
+    if (p > 1) {  // two receive blocks at one place
+        displs[1] = 0;
+        CHECK(gatherv() == CHORUS_ERR_INVALID_ARGUMENT);
+        CHECK(std::string(chorus_comm_last_error(c)).find("overlap") != std::string::npos);
+        displs[1] = 1;
+    }
+    std::fill(y.begin(), y.end(), -1.0f);
+    REQUIRE(gatherv() == CHORUS_SUCCESS);
+    for (int i = 0; i < p; ++i) CHECK(y[static_cast<size_t>(i)] == static_cast<float>(i + 1));
+
+    // The regular forms: a repeated all-reduce after the communicator failed.
+    float v = 1.0f, out = 0.0f;
+    auto allreduce = [&] { return chorus_allreduce(&v, &out, 1, F, CHORUS_SUM, c, nullptr); };
+    REQUIRE(allreduce() == CHORUS_SUCCESS);
+    REQUIRE(allreduce() == CHORUS_SUCCESS);
+    CHECK(out == static_cast<float>(p));
+    MPI_Barrier(MPI_COMM_WORLD);
+    REQUIRE(chorus_comm_abort(c) == CHORUS_SUCCESS);
+    CHECK(allreduce() == CHORUS_ERR_COMM_FAILED);
+    CHECK(std::string(chorus_comm_last_error(c)).find("failed") != std::string::npos);
+    CHECK(gatherv() == CHORUS_ERR_COMM_FAILED);
+    MPI_Barrier(MPI_COMM_WORLD);
     REQUIRE(chorus_comm_destroy(c) == CHORUS_SUCCESS);
 }

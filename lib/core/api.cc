@@ -1,7 +1,9 @@
 // The C API: handle checks, argument validation (validate.cc), and the
 // mapping of C++ errors to chorus_result_t. No exception leaves this file.
 #include <cstring>
+#include <memory>
 #include <new>
+#include <optional>
 
 #include "base/log.h"
 #include "chorus.h"
@@ -46,6 +48,63 @@ Communicator* live(chorus_comm_t handle, const char* fn) {
     return c;
 }
 
+struct Validated {
+    Form form = Form::Allreduce;
+    chorus_comm_t comm = nullptr;
+    chorus::api::Args in;
+    bool valid = false;
+};
+
+bool same_args(const chorus::api::Args& a, const chorus::api::Args& b) {
+    return a.sendbuf == b.sendbuf && a.recvbuf == b.recvbuf && a.count == b.count && a.datatype == b.datatype &&
+           a.op == b.op && a.root == b.root && a.counts == b.counts && a.displs == b.displs &&
+           a.send_counts == b.send_counts && a.send_displs == b.send_displs;
+}
+
+// Whether the arrays of `in` hold what the last validation copied into `a`
+// (an empty copy: that array is not read, as the form, rank and root say).
+bool same_arrays(const chorus::api::Args& in, const chorus::coll::CollArgs& a, size_t p) {
+    auto same = [p](const size_t* given, const std::vector<size_t>& kept) {
+        return kept.empty() || (given && kept.size() == p && std::memcmp(given, kept.data(), p * sizeof(size_t)) == 0);
+    };
+    return same(in.counts, a.counts) && same(in.displs, a.displs) && same(in.send_counts, a.send_counts) &&
+           same(in.send_displs, a.send_displs);
+}
+
+// A thread's reused call: its arrays' storage kept from one call to the
+// next, and the arguments it was last validated for (a loop that repeats one
+// call on one communicator, a solver's dot products, skips the checks, which
+// depend on nothing else, handles never being reused, but the communicator's
+// failure; the arrays a call reads are compared by content with the copies
+// the last one kept, as their contents may change at the same address).
+struct ThreadCalls;
+// The path of every call reads one pointer of initial-exec TLS (no
+// __tls_get_addr); the owner, general-dynamic, only on a thread's first call.
+#if defined(__GNUC__) && defined(__ELF__)
+__attribute__((tls_model("initial-exec")))
+#endif
+thread_local ThreadCalls* t_calls = nullptr;
+thread_local bool t_calls_gone = false;
+struct ThreadCalls {
+    chorus::api::Call call;
+    Validated last;
+    bool in_use = false;
+    ~ThreadCalls() {
+        t_calls = nullptr;
+        t_calls_gone = true;
+    }
+};
+
+// Null once the thread's own has been destroyed (calls from other
+// thread-exit destructors).
+ThreadCalls* thread_calls() {
+    if (t_calls) return t_calls;
+    if (t_calls_gone) return nullptr;
+    thread_local std::unique_ptr<ThreadCalls> owner(new ThreadCalls);
+    t_calls = owner.get();
+    return t_calls;
+}
+
 // Every collective entry point: look up, validate, then start the call, and
 // wait for it unless `request` is given (the nonblocking twins).
 chorus_result_t collective(Form form, const char* fn, const chorus::api::Args& in, chorus_comm_t handle, void* stream,
@@ -56,20 +115,34 @@ chorus_result_t collective(Form form, const char* fn, const chorus::api::Args& i
         if (!request) return invalid(c, chorus::cat(fn, ": request (output) is NULL"));
         *request = nullptr;
     }
-    // The thread's call, its arrays' capacity kept from one call to the
-    // next (a call made from inside another, from an idle hook, has its own).
-    thread_local chorus::api::Call reused;
-    thread_local bool in_use = false;
-    chorus::api::Call nested;
-    chorus::api::Call& call = in_use ? nested : reused;
+    // The thread's call (a call made from inside another, from an idle hook,
+    // or while the thread exits, has its own, and checks everything).
+    ThreadCalls* t = thread_calls();
+    const bool outer = t && !t->in_use;
+    std::optional<chorus::api::Call> nested;
+    if (!outer) nested.emplace();
+    chorus::api::Call& call = outer ? t->call : *nested;
     struct Use {
-        bool& flag;
+        ThreadCalls* t;
         bool was;
-        ~Use() { flag = was; }
-    } use{in_use, in_use};
-    in_use = true;
-    chorus_result_t rc = chorus::api::validate(form, fn, c, in, &call);
-    if (rc != CHORUS_SUCCESS) return rc;
+        ~Use() {
+            if (t) t->in_use = was;
+        }
+    } use{t, t && t->in_use};
+    if (t) t->in_use = true;
+    Validated* last = outer ? &t->last : nullptr;
+    if (last && last->valid && last->form == form && last->comm == handle && same_args(last->in, in) &&
+        same_arrays(in, call.args, static_cast<size_t>(c->size()))) {
+        if (c->failed_before_next()) {
+            c->last_error() = chorus::cat(fn, ": communicator failed earlier: ", c->failure());
+            return CHORUS_ERR_COMM_FAILED;
+        }
+    } else {
+        if (last) last->valid = false;
+        chorus_result_t rc = chorus::api::validate(form, fn, c, in, &call);
+        if (rc != CHORUS_SUCCESS) return rc;
+        if (last) *last = {form, handle, in, true};
+    }
     return guarded(c, [&] {
         if (!nonblocking) return c->run(call.args, call.send, call.recv, stream);
         Operation* o = c->start(call.args, call.send, call.recv, stream);

@@ -11,12 +11,13 @@ namespace chorus {
 bool Communicator::run_inline(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream,
                               chorus_result_t* rc, Plan* planned) {
     if (!ops_.empty() || stream || failed_ || config_.check || !config_.inject.empty()) return false;
-    *planned = plans_.plan(args);
-    const Plan& plan = *planned;
+    const Plan& plan = plans_.plan(args);
     const Schedule& s = *plan.schedule;
     if (s.has_transfers() || s.scratch_bytes() || (sendbuf && !host_side(buffers_.device().kind(sendbuf))) ||
-        (recvbuf && !host_side(buffers_.device().kind(recvbuf))))
+        (recvbuf && !host_side(buffers_.device().kind(recvbuf)))) {
+        *planned = plan;
         return false;
+    }
     Resume r{next_seq_, s.uses_slots() ? next_slot_op_++ : 0, 0, 0};
     r.record = observer_.begin_call(r.seq, args, plan.algo->name, true);
     next_seq_ = net::next_operation_seq(next_seq_);

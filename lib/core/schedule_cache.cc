@@ -83,7 +83,7 @@ std::shared_ptr<const Schedule> ScheduleCache::schedule(const coll::CollArgs& a,
     return s;
 }
 
-Plan ScheduleCache::plan(const coll::CollArgs& args) {
+const Plan& ScheduleCache::plan(const coll::CollArgs& args) {
     // Repeated calls of one shape (the common case in a time-step loop)
     // skip the selector and the schedule cache.
     if (last_.schedule && same_shape(last_args_, args)) return last_;

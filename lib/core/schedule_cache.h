@@ -27,7 +27,8 @@ public:
     ScheduleCache(const Config& config, const coll::CostParams& cost, bool log_choices);
 
     // The plan for a call (args.rank, size, chunk_bytes and depth filled in).
-    Plan plan(const coll::CollArgs& args);
+    // Valid until the next call.
+    const Plan& plan(const coll::CollArgs& args);
     // The schedule of a given algorithm for these arguments.
     std::shared_ptr<const Schedule> schedule(const coll::CollArgs& args, const coll::Algorithm& algo);
 

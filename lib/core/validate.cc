@@ -118,11 +118,17 @@ const std::vector<Span>& spans(const coll::CollArgs& a, Side side, bool displace
     return out;
 }
 
-// CollArgs' defaults, keeping the capacity of its arrays (a vector copied
-// from an empty one keeps its storage).
+// CollArgs' defaults, keeping the storage of its arrays (moved out and back:
+// a steady stream of calls neither allocates nor copies).
 void reset_keeping_arrays(coll::CollArgs& a) {
-    static const coll::CollArgs kDefaults;
-    a = kDefaults;
+    std::vector<size_t> arrays[4] = {std::move(a.counts), std::move(a.displs), std::move(a.send_counts),
+                                     std::move(a.send_displs)};
+    a = coll::CollArgs();
+    std::vector<size_t>* into[4] = {&a.counts, &a.displs, &a.send_counts, &a.send_displs};
+    for (int i = 0; i < 4; ++i) {
+        arrays[i].clear();
+        into[i]->swap(arrays[i]);
+    }
 }
 
 // Whether any span of `a` (at base pa) overlaps one of `b` (at base pb,
@@ -207,6 +213,7 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
         bool needed;
         Who who;
     };
+    const bool has_arrays = rule.recv_names.counts || rule.send_names.counts;
     const Array arrays[] = {
         {rule.recv_names.counts, in.counts, &a.counts, uses_recv, rule.recv},
         {rule.recv_names.displs, in.displs, &a.displs, uses_recv, rule.recv},
@@ -214,6 +221,7 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
         {rule.send_names.displs, in.send_displs, &a.send_displs, uses_send && !same && rule.send_names.own, rule.send},
     };
     for (const Array& arr : arrays) {
+        if (!has_arrays) break;
         if (!arr.name || !arr.needed) continue;
         if (!arr.given) return invalid(c, cat(fn, ": ", arr.name, on_root(rule, arr.who), " is NULL"));
         arr.into->assign(arr.given, arr.given + size);
@@ -224,13 +232,11 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
     size_t extent[2] = {0, 0}, bytes[2] = {0, 0};
     for (Side side : {Side::Send, Side::Recv}) {
         const int k = side == Side::Send ? 0 : 1;
-        const Names& n = k == 0 ? rule.send_names : rule.recv_names;
-        std::string what;
-        if (!a.extent(side, &extent[k]))
-            what = extent_text(n, a, side, true);
-        else if (!mul(extent[k], esize, &bytes[k]))
-            what = extent_text(n, a, side, false);
-        if (!what.empty()) return invalid(c, cat(fn, ": ", what, " overflows the byte size"));
+        const bool elements_ok = a.extent(side, &extent[k]);
+        if (!elements_ok || !mul(extent[k], esize, &bytes[k])) {
+            const Names& n = k == 0 ? rule.send_names : rule.recv_names;
+            return invalid(c, cat(fn, ": ", extent_text(n, a, side, !elements_ok), " overflows the byte size"));
+        }
     }
     if (uses_send && bytes[0] && !in.sendbuf)
         return invalid(c, cat(fn, ": sendbuf", on_root(rule, rule.send), " is NULL with a non-zero count"));
@@ -268,13 +274,14 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
     const bool send_displaced = uses_send && !a.send_displs.empty() && a.blocks(Side::Send) > 1;
     // Spans only where blocks are displaced: the plain forms allocate nothing.
     thread_local std::vector<Span> recv_spans, send_spans;
-    recv_spans.clear();
-    if (recv_displaced) spans(a, Side::Recv, true, esize, bytes[1], recv_spans);
-    for (size_t i = 1; i < recv_spans.size(); ++i)
-        if (recv_spans[i].begin < recv_spans[i - 1].end)
-            return invalid(c, cat(fn, ": ", rule.recv_names.counts, " and ", rule.recv_names.displs,
-                                  ": the receive blocks of ranks ", recv_spans[i - 1].rank, " and ", recv_spans[i].rank,
-                                  " overlap", on_root(rule, rule.recv)));
+    if (recv_displaced) {
+        spans(a, Side::Recv, true, esize, bytes[1], recv_spans);
+        for (size_t i = 1; i < recv_spans.size(); ++i)
+            if (recv_spans[i].begin < recv_spans[i - 1].end)
+                return invalid(c, cat(fn, ": ", rule.recv_names.counts, " and ", rule.recv_names.displs,
+                                      ": the receive blocks of ranks ", recv_spans[i - 1].rank, " and ",
+                                      recv_spans[i].rank, " overlap", on_root(rule, rule.recv)));
+    }
     if (uses_send && uses_recv && !in_place) {
         const auto sb = reinterpret_cast<uintptr_t>(in.sendbuf), rb = reinterpret_cast<uintptr_t>(in.recvbuf);
         bool clash = bytes[0] && bytes[1] && sb < rb + bytes[1] && rb < sb + bytes[0];

@@ -8,6 +8,14 @@ namespace chorus {
 
 namespace {
 
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
 char* at(net::Transport& t, const Buffers& b, Region r) {
     switch (r.buf) {
         case Buf::Send: return const_cast<char*>(static_cast<const char*>(b.send)) + r.offset;
@@ -20,14 +28,18 @@ char* at(net::Transport& t, const Buffers& b, Region r) {
 
 }  // namespace
 
+// The waits below spin on a peer's line: a pause between polls leaves the
+// line to the peer that writes it (and the core to its sibling thread).
 size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsigned polls) {
     const auto& steps = s.steps();
     for (size_t k = 0; k < steps.size(); ++k) {
         const Step& st = steps[k];
         switch (st.kind) {
             case StepKind::Publish: {
-                for (unsigned i = 0; !t.slot_free(b.slot_op); ++i)
+                for (unsigned i = 0; !t.slot_free(b.slot_op); ++i) {
                     if (i == polls) return k;
+                    relax();
+                }
                 if (!st.count && st.bytes) std::memcpy(at(t, b, st.dst), at(t, b, st.src), st.bytes);
                 if (st.count)
                     for (const Schedule::SlotPiece& p : s.slot_pieces())
@@ -36,8 +48,10 @@ size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsi
                 break;
             }
             case StepKind::Await:
-                for (unsigned i = 0; !t.published(st.peer, b.slot_op); ++i)
+                for (unsigned i = 0; !t.published(st.peer, b.slot_op); ++i) {
                     if (i == polls) return k;
+                    relax();
+                }
                 break;
             case StepKind::Reduce:
                 host_reduce(s.dtype(), s.op(), at(t, b, st.dst), at(t, b, st.src), at(t, b, st.src2), st.count);
