@@ -27,13 +27,20 @@
  * median_us), clamped to 0..100 (times: the slowest rank's, medians over
  * blocks). Run plain and preloaded, it puts Chorus's overlap beside MPI's.
  *
- * Usage: mpirun -np N chorus-mpi-timing [-m MAX] [-c LIST] [-r REPS] [-i SCALE] [-n]
+ * Same-run comparison (-p, blocking calls): every timed block of MPI_X
+ * calls alternates with one of PMPI_X, the MPI library's own entry point,
+ * and the row adds pmpi_us (their median). Plain, both are MPI's; with
+ * libchorus_mpi.so preloaded, MPI_X is the interposer's and PMPI_X still
+ * MPI's, so one run compares the two under the same conditions.
+ *
+ * Usage: mpirun -np N chorus-mpi-timing [-m MAX] [-c LIST] [-r REPS] [-i SCALE] [-n | -p]
  *   -m  largest size in bytes, suffix K or M allowed (default 16M)
  *   -c  comma-separated collectives (default all): allreduce, bcast, reduce,
  *       reduce_scatter, allgather, alltoall, gather, scatter, allgatherv, barrier
  *   -r  timed blocks per size (default 7)
  *   -i  scale of the iterations per block (default 1)
  *   -n  the nonblocking calls, with the overlap
+ *   -p  also time PMPI_X in alternating blocks (pmpi_us)
  * Self-test: CHORUS_MPI_TIMING_CORRUPT=1 makes one rank alter one element of
  * every output before the check, which must then fail. */
 #include <limits.h>
@@ -64,6 +71,7 @@ typedef struct {
     int reps;
     double scale;
     int nonblocking;
+    int pmpi;
     int wanted[kCollectives];
 } Options;
 
@@ -76,6 +84,7 @@ typedef struct {
     int count; /* count argument of the call */
     int corrupt;
     int nonblocking;   /* MPI_I... + MPI_Wait */
+    int pmpi;          /* -p: this block calls PMPI_X */
     double compute_us; /* -n: the compute loop between start and wait (0: none) */
 } Job;
 
@@ -113,12 +122,17 @@ static int parse(int argc, char** argv, Options* o) {
     o->reps = 7;
     o->scale = 1;
     o->nonblocking = 0;
+    o->pmpi = 0;
     int any = 0;
     memset(o->wanted, 0, sizeof o->wanted);
     for (int i = 1; i < argc; ++i) {
         const char* a = argv[i];
         if (strcmp(a, "-n") == 0) {
             o->nonblocking = 1;
+            continue;
+        }
+        if (strcmp(a, "-p") == 0) {
+            o->pmpi = 1;
             continue;
         }
         if (i + 1 >= argc) return 0;
@@ -142,7 +156,7 @@ static int parse(int argc, char** argv, Options* o) {
     }
     if (!any)
         for (int k = 0; k < kCollectives; ++k) o->wanted[k] = 1;
-    return 1;
+    return !(o->pmpi && o->nonblocking);
 }
 
 /* Computation that makes no MPI call: a spin on the clock for `us`. */
@@ -152,7 +166,7 @@ static void compute(double us) {
     }
 }
 
-static void blocking(Kind k, Job* j) {
+static void blocking_mpi(Kind k, Job* j) {
     const int n = j->count;
     switch (k) {
         case kAllreduce: MPI_Allreduce(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
@@ -168,6 +182,26 @@ static void blocking(Kind k, Job* j) {
             break;
         case kBarrier:
         case kCollectives: MPI_Barrier(MPI_COMM_WORLD); break;
+    }
+}
+
+/* The same calls through the MPI library's own entry points. */
+static void blocking_pmpi(Kind k, Job* j) {
+    const int n = j->count;
+    switch (k) {
+        case kAllreduce: PMPI_Allreduce(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+        case kBcast: PMPI_Bcast(j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
+        case kReduce: PMPI_Reduce(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD); break;
+        case kReduceScatter: PMPI_Reduce_scatter_block(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+        case kAllgather: PMPI_Allgather(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;
+        case kAlltoall: PMPI_Alltoall(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;
+        case kGather: PMPI_Gather(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
+        case kScatter: PMPI_Scatter(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
+        case kAllgatherv:
+            PMPI_Allgatherv(j->send, n, MPI_FLOAT, j->recv, j->counts, j->displs, MPI_FLOAT, MPI_COMM_WORLD);
+            break;
+        case kBarrier:
+        case kCollectives: PMPI_Barrier(MPI_COMM_WORLD); break;
     }
 }
 
@@ -199,8 +233,10 @@ static void nonblocking(Kind k, Job* j) {
 static void run(Kind k, Job* j) {
     if (j->nonblocking)
         nonblocking(k, j);
+    else if (j->pmpi)
+        blocking_pmpi(k, j);
     else
-        blocking(k, j);
+        blocking_mpi(k, j);
 }
 
 /* Elements of this rank's output that the check covers (0: none). */
@@ -293,14 +329,19 @@ static long iterations(size_t bytes, double scale) {
     return it < 1 ? 1 : it;
 }
 
-/* Per-call microseconds of `reps` blocks of `iters` calls each, into t. */
-static void time_blocks(Kind k, Job* j, long iters, int reps, double* t) {
-    for (int r = 0; r < reps; ++r) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        const double t0 = MPI_Wtime();
-        for (long i = 0; i < iters; ++i) run(k, j);
-        t[r] = (MPI_Wtime() - t0) / (double)iters * 1e6;
-    }
+/* Per-call microseconds of `reps` blocks of `iters` calls each, into t;
+ * with `pmpi`, each block is followed (even r) or preceded (odd r) by one of
+ * PMPI_X calls, into tp. */
+static void time_blocks(Kind k, Job* j, long iters, int reps, double* t, double* tp) {
+    for (int r = 0; r < reps; ++r)
+        for (int half = 0; half < (tp ? 2 : 1); ++half) {
+            j->pmpi = tp && (half ^ (r & 1));
+            PMPI_Barrier(MPI_COMM_WORLD);
+            const double t0 = MPI_Wtime();
+            for (long i = 0; i < iters; ++i) run(k, j);
+            (j->pmpi ? tp : t)[r] = (MPI_Wtime() - t0) / (double)iters * 1e6;
+        }
+    j->pmpi = 0;
 }
 
 /* Sorts v[0..m) and returns its median. */
@@ -320,13 +361,19 @@ static int one_size(Kind k, Job* j, size_t bytes, const Options* o, double* time
     prepare(k, j, out_elems(k, j));
     j->compute_us = 0;
     for (long w = 0; w < iters / 10 + 2; ++w) run(k, j);
-    time_blocks(k, j, iters, m, times);
-    int n = m;
+    double* pmpi = o->pmpi ? times + m : NULL;
+    if (pmpi) {
+        j->pmpi = 1;
+        for (long w = 0; w < iters / 10 + 2; ++w) run(k, j);
+        j->pmpi = 0;
+    }
+    time_blocks(k, j, iters, m, times, pmpi);
+    int n = pmpi ? 2 * m : m;
     if (j->nonblocking) {
         /* As long as this rank's own start + wait took. */
         memcpy(overall, times, sizeof(double) * (size_t)m);
         j->compute_us = median_of(overall, m);
-        time_blocks(k, j, iters, m, overall);
+        time_blocks(k, j, iters, m, overall, NULL);
         for (int r = 0; r < m; ++r) {
             const double t0 = MPI_Wtime();
             for (long i = 0; i < iters; ++i) compute(j->compute_us);
@@ -342,6 +389,7 @@ static int one_size(Kind k, Job* j, size_t bytes, const Options* o, double* time
         failed = times[n] != 0;
         const double median = median_of(times, m);
         printf("%-15s %10zu %7ld %12.3f %12.3f %12.3f", kNames[k], bytes, iters, median, times[0], times[m - 1]);
+        if (pmpi) printf(" %12.3f", median_of(pmpi, m));
         if (j->nonblocking) {
             const double all = median_of(overall, m), busy = median_of(spent, m);
             double pct = median > 0 ? 100.0 * (1.0 - (all - busy) / median) : 0;
@@ -364,7 +412,7 @@ int main(int argc, char** argv) {
     if (!parse(argc, argv, &o)) {
         if (j.rank == 0)
             fprintf(stderr,
-                    "usage: mpirun -np N chorus-mpi-timing [-m MAX] [-c LIST] [-r REPS] [-i SCALE] [-n]\n"
+                    "usage: mpirun -np N chorus-mpi-timing [-m MAX] [-c LIST] [-r REPS] [-i SCALE] [-n | -p]\n"
                     "  LIST: comma-separated, from allreduce,bcast,reduce,reduce_scatter,allgather,\n"
                     "        alltoall,gather,scatter,allgatherv,barrier (default all)\n");
         MPI_Finalize();
@@ -385,7 +433,7 @@ int main(int argc, char** argv) {
     j.recv = malloc(max_elems * sizeof(float));
     j.counts = malloc(sizeof(int) * (size_t)j.size);
     j.displs = malloc(sizeof(int) * (size_t)j.size);
-    double* times = malloc(sizeof(double) * (size_t)(3 * o.reps + 1));
+    double* times = malloc(sizeof(double) * (size_t)(3 * o.reps + 1)); /* -n: 3 series; -p: 2 */
     if (!j.send || !j.recv || !j.counts || !j.displs || !times) {
         fprintf(stderr, "rank %d: cannot allocate 2 x %zu bytes\n", j.rank, max_elems * sizeof(float));
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -400,6 +448,7 @@ int main(int argc, char** argv) {
                o.nonblocking ? "; nonblocking: MPI_I... + MPI_Wait, then with computation in between (overlap)" : "");
         printf("%-15s %10s %7s %12s %12s %12s", "collective", "bytes", "iters", "median_us", "min_us", "max_us");
         if (o.nonblocking) printf(" %12s %12s %11s", "overall_us", "compute_us", "overlap_pct");
+        if (o.pmpi) printf(" %12s", "pmpi_us");
         printf(" %s\n", "check");
     }
     int failed = 0;

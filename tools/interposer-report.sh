@@ -9,8 +9,12 @@
 # Every run validates its results; a wrong result stops the report.
 # With TIMING_ARGS="-n" the nonblocking calls are timed, and the tables add
 # the overlap with computation, MPI's (plain) beside Chorus's (preloaded).
+# With SAME_RUN=1 only preloaded runs are made, with chorus-mpi-timing -p:
+# each times the MPI library's own entry points (PMPI_X) in blocks that
+# alternate with the interposer's (MPI_X), so both meet the same conditions
+# (placement, neighbours) and "plain" is that column (blocking calls only).
 # Usage: tools/interposer-report.sh [BUILD_DIR]
-#   NP=2 REPEAT=3 MPI_ARGS="--mca pml ucx --mca pml_ucx_tls any" TIMING_ARGS="-m 16M -c allreduce"
+#   NP=2 REPEAT=3 SAME_RUN=1 MPI_ARGS="--mca pml ucx --mca pml_ucx_tls any" TIMING_ARGS="-m 16M -c allreduce"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/env.sh
@@ -26,11 +30,19 @@ raw=$(mktemp -d)
 trap 'rm -rf "$raw"' EXIT
 export MALLOC_PERTURB_=0
 # shellcheck disable=SC2086 # MPI_ARGS and TIMING_ARGS are lists of words
+same=${SAME_RUN:-0}
 for r in $(seq "$repeat"); do
-  echo "== run $r/$repeat: plain" >&2
-  mpirun -np "$np" ${MPI_ARGS:-} "$timing" ${TIMING_ARGS:-} > "$raw/plain.$r.txt"
+  if [ "$same" = 0 ]; then
+    echo "== run $r/$repeat: plain" >&2
+    mpirun -np "$np" ${MPI_ARGS:-} "$timing" ${TIMING_ARGS:-} > "$raw/plain.$r.txt"
+  fi
   echo "== run $r/$repeat: preloaded" >&2
-  mpirun -np "$np" ${MPI_ARGS:-} -x "LD_PRELOAD=$(realpath "$lib")" "$timing" ${TIMING_ARGS:-} > "$raw/preloaded.$r.txt"
+  mpirun -np "$np" ${MPI_ARGS:-} -x "LD_PRELOAD=$(realpath "$lib")" "$timing" ${TIMING_ARGS:-} \
+    $([ "$same" = 0 ] || echo -p) > "$raw/preloaded.$r.txt"
 done
-echo "np=$np, MPI_ARGS='${MPI_ARGS:-}', TIMING_ARGS='${TIMING_ARGS:-}', $repeat runs each, interleaved"
+if [ "$same" = 0 ]; then
+  echo "np=$np, MPI_ARGS='${MPI_ARGS:-}', TIMING_ARGS='${TIMING_ARGS:-}', $repeat runs each, interleaved"
+else
+  echo "np=$np, MPI_ARGS='${MPI_ARGS:-}', TIMING_ARGS='${TIMING_ARGS:-}', $repeat preloaded runs, PMPI_X (plain) and MPI_X (preloaded) in alternating blocks of each"
+fi
 /usr/bin/python3 tools/interposer_summary.py "$raw"

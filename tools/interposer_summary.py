@@ -5,7 +5,9 @@ ratio plain / preloaded; for nonblocking runs (-n) also the median overlap
 with computation, plain (MPI's) and preloaded (Chorus's).
 
 Usage: interposer_summary.py RAW_DIR
-RAW_DIR holds plain.RUN.txt and preloaded.RUN.txt (chorus-mpi-timing output)."""
+RAW_DIR holds plain.RUN.txt and preloaded.RUN.txt (chorus-mpi-timing output);
+without plain runs, the preloaded runs' pmpi_us column (chorus-mpi-timing -p:
+the MPI library's own entry points, timed in the same runs) is "plain"."""
 
 import glob
 import os
@@ -33,8 +35,9 @@ def read_runs(raw):
     times = defaultdict(lambda: defaultdict(list))
     overlap = defaultdict(lambda: defaultdict(list))
     order = []
+    same_run = not glob.glob(os.path.join(raw, "plain.*.txt"))
     for mode in MODES:
-        paths = glob.glob(os.path.join(raw, mode + ".*.txt"))
+        paths = glob.glob(os.path.join(raw, ("preloaded" if same_run else mode) + ".*.txt"))
         if not paths:
             sys.exit(f"interposer_summary: no {mode} runs in {raw}")
         for path in paths:
@@ -48,6 +51,11 @@ def read_runs(raw):
                 key = (row["collective"], int(row["bytes"]))
                 if key not in order:
                     order.append(key)
+                if same_run and mode == "plain":
+                    if "pmpi_us" not in row:
+                        sys.exit(f"interposer_summary: {path} has no pmpi_us column (chorus-mpi-timing -p)")
+                    times[key][mode].append(float(row["pmpi_us"]))
+                    continue
                 times[key][mode].append(float(row["median_us"]))
                 if "overlap_pct" in row:
                     overlap[key][mode].append(float(row["overlap_pct"]))

@@ -185,6 +185,11 @@ int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, M
             if (buffer == MPI_IN_PLACE) return misuse(fn, comm, "buffer cannot be MPI_IN_PLACE");
             if (root < 0 || root >= twin.t.size) return kPassThrough;
             count_intercepted(fn);
+            if (unit.direct)  // a contiguous type: the user's bytes, nothing to describe or stage
+                return call.run(twin.t, [&](chorus_request_t* r) {
+                    return either(r, chorus_broadcast, chorus_ibroadcast, buffer, buffer, elems(count) * unit.bytes,
+                                  CHORUS_UINT8, root, twin.t.cc, nullptr);
+                });
             const bool is_root = twin.t.rank == root;
             Blocks& buf = call.pending().recv;
             int rc = buf.init(fn, comm, buffer, type, unit, Shape::one(count), is_root, !is_root);
@@ -222,6 +227,13 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
             int rc = regular_block(fn, comm, in_place, sendcount, su, recvcount, ru, &block);
             if (rc != MPI_SUCCESS) return rc;
             count_intercepted(fn);
+            if (ru.direct && (in_place || su.direct)) {  // contiguous types: the user's bytes
+                const void* own = in_place ? static_cast<const char*>(recvbuf) + me * block : sendbuf;
+                return call.run(twin.t, [&](chorus_request_t* r) {
+                    return either(r, chorus_allgather, chorus_iallgather, own, recvbuf, block, CHORUS_UINT8, twin.t.cc,
+                                  nullptr);
+                });
+            }
             Pending& b = call.pending();
             if ((rc = b.recv.init(fn, comm, recvbuf, recvtype, ru, Shape::regular(p, recvcount), in_place, true)) !=
                     MPI_SUCCESS ||

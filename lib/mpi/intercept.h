@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -257,7 +258,7 @@ public:
     Call(Fn fn, MPI_Comm comm, MPI_Request* request) : fn_(fn), comm_(comm), request_(request) {}
     // Made on first use: the reductions stage nothing.
     Pending& pending() {
-        if (!request_) return local_;
+        if (!request_) return local_ ? *local_ : local_.emplace();
         if (!heap_) heap_.reset(new Pending);
         return *heap_;
     }
@@ -269,7 +270,7 @@ public:
     int run(const Target& t, Start&& start) {
         if (!request_) {
             const int rc = run_chorus(fn_, comm_, t, [&] { return start(static_cast<chorus_request_t*>(nullptr)); });
-            return rc != MPI_SUCCESS ? rc : local_.recv.unpack_all();
+            return rc != MPI_SUCCESS || !local_ ? rc : local_->recv.unpack_all();
         }
         return start_request(fn_, comm_, request_, t, std::move(heap_), [&](chorus_request_t* r) { return start(r); });
     }
@@ -278,7 +279,7 @@ private:
     Fn fn_;
     MPI_Comm comm_;
     MPI_Request* request_;
-    Pending local_;
+    std::optional<Pending> local_;  // made by pending(): most calls need none
     std::unique_ptr<Pending> heap_;
 };
 

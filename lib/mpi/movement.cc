@@ -88,6 +88,11 @@ int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* re
                 return rc;
             count_intercepted(fn);
             chorus_comm_t cc = twin.t.cc;
+            if (ru.direct && (in_place || su.direct))  // contiguous types: the user's bytes
+                return call.run(twin.t, [&](chorus_request_t* r) {
+                    return either(r, chorus_alltoall, chorus_ialltoall, in_place ? recvbuf : sendbuf, recvbuf, block,
+                                  CHORUS_UINT8, cc, nullptr);
+                });
             Blocks& recv = call.pending().recv;
             Blocks& send = call.pending().send;
             int rc = recv.init(fn, comm, recvbuf, recvtype, ru, Shape::regular(p, recvcount), in_place, true);

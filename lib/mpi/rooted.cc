@@ -65,6 +65,17 @@ int gather_any(Call& call, Fn fn, const void* sendbuf, int sendcount, MPI_Dataty
     }
     count_intercepted(fn);
     chorus_comm_t cc = g.twin.t.cc;
+    if (!v && (in_place || su.direct) && (!g.is_root || ru.direct)) {  // contiguous types: the user's bytes
+        const size_t block = g.is_root ? elems(shape.counts[0]) * ru.bytes : 0;
+        const size_t n = in_place ? block : elems(sendcount) * su.bytes;
+        if (g.is_root && n != block)
+            return mismatch(fn, comm, "sendcount * sendtype", n, "recvcount * recvtype", block);
+        const void* own = in_place ? static_cast<const char*>(recvbuf) + g.me * block : sendbuf;
+        void* all = g.is_root ? recvbuf : nullptr;
+        return call.run(g.twin.t, [&](chorus_request_t* r) {
+            return either(r, chorus_gather, chorus_igather, own, all, n, CHORUS_UINT8, root, cc, nullptr);
+        });
+    }
     Pending& b = call.pending();
     const Blocks& recv = b.recv;
     int rc;
@@ -101,6 +112,18 @@ int scatter_any(Call& call, Fn fn, const void* sendbuf, MPI_Datatype sendtype, v
     }
     count_intercepted(fn);
     chorus_comm_t cc = g.twin.t.cc;
+    if (!v && (!g.is_root || su.direct) && (in_place || ru.direct)) {  // contiguous types: the user's bytes
+        const size_t block = g.is_root ? elems(shape.counts[0]) * su.bytes : 0;
+        const size_t n = in_place ? block : elems(recvcount) * ru.bytes;
+        if (g.is_root && n != block)
+            return mismatch(fn, comm, "recvcount * recvtype", n, "sendcount * sendtype", block);
+        char* r =
+            in_place ? static_cast<char*>(const_cast<void*>(sendbuf)) + g.me * block : static_cast<char*>(recvbuf);
+        const void* all = g.is_root ? sendbuf : nullptr;
+        return call.run(g.twin.t, [&](chorus_request_t* req) {
+            return either(req, chorus_scatter, chorus_iscatter, all, r, n, CHORUS_UINT8, root, cc, nullptr);
+        });
+    }
     Blocks& recv = call.pending().recv;
     Blocks& send = call.pending().send;
     int rc = MPI_SUCCESS;
