@@ -28,9 +28,12 @@ char* at(net::Transport& t, const Buffers& b, Region r) {
 
 }  // namespace
 
-// The waits below spin on a peer's line: a pause between polls leaves the
-// line to the peer that writes it (and the core to its sibling thread).
+// The waits below spin on a peer's line: with a core per rank (many polls
+// allowed), a pause between polls leaves the line to the peer that writes
+// it. Ranks that outnumber the cores poll a few times only before the
+// caller yields (Waiter), and a pause would only delay that.
 size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsigned polls) {
+    const bool pause = polls >= 1024;
     const auto& steps = s.steps();
     for (size_t k = 0; k < steps.size(); ++k) {
         const Step& st = steps[k];
@@ -38,7 +41,7 @@ size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsi
             case StepKind::Publish: {
                 for (unsigned i = 0; !t.slot_free(b.slot_op); ++i) {
                     if (i == polls) return k;
-                    relax();
+                    if (pause) relax();
                 }
                 if (!st.count && st.bytes) std::memcpy(at(t, b, st.dst), at(t, b, st.src), st.bytes);
                 if (st.count)
@@ -50,7 +53,7 @@ size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsi
             case StepKind::Await:
                 for (unsigned i = 0; !t.published(st.peer, b.slot_op); ++i) {
                     if (i == polls) return k;
-                    relax();
+                    if (pause) relax();
                 }
                 break;
             case StepKind::Reduce:
