@@ -6,6 +6,8 @@
 // type in place and any other one packed around the call (Blocks). Counts
 // and displacements become bytes; the decision depends on nothing a rank
 // could see differently from another.
+#include <algorithm>
+
 #include "intercept.h"
 
 namespace chorus_mpi {
@@ -46,6 +48,30 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
             if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
             if (!recvcounts || !displs) return misuse(fn, comm, "recvcounts and displs cannot be NULL");
             const size_t p = static_cast<size_t>(twin.t.size), me = static_cast<size_t>(twin.t.rank);
+            if (ru.direct && (in_place || su.direct)) {
+                // Contiguous types: the user's bytes, the blocks in bytes from
+                // the lowest displacement (Chorus takes unsigned ones).
+                long long lo = 0;
+                for (size_t i = 0; i < p; ++i) {
+                    if (recvcounts[i] < 0) return misuse(fn, comm, "recvcounts holds a negative count");
+                    lo = std::min<long long>(lo, displs[i]);
+                }
+                count_intercepted(fn);
+                SmallVector<size_t, 16> bytes, offsets;
+                bytes.resize(p);
+                offsets.resize(p);
+                for (size_t i = 0; i < p; ++i) {
+                    bytes[i] = elems(recvcounts[i]) * ru.bytes;
+                    offsets[i] = static_cast<size_t>(displs[i] - lo) * ru.bytes;
+                }
+                char* base = static_cast<char*>(recvbuf) + lo * static_cast<long long>(ru.bytes);
+                const void* own = in_place ? base + offsets[me] : sendbuf;
+                const size_t own_bytes = in_place ? bytes[me] : elems(sendcount) * su.bytes;
+                return call.run(twin.t, [&](chorus_request_t* r) {
+                    return either(r, chorus_allgatherv, chorus_iallgatherv, own, own_bytes, base, bytes.data(),
+                                  offsets.data(), CHORUS_UINT8, twin.t.cc, nullptr);
+                });
+            }
             Shape shape = Shape::of(p, recvcounts, displs);
             if (shape.negative()) return misuse(fn, comm, "recvcounts holds a negative count");
             count_intercepted(fn);

@@ -81,6 +81,20 @@ void predefined(Ctx& c, const std::string& name, MPI_Datatype type, int es) {
                                 pl.displs.data(), type, MPI_COMM_WORLD);
         c.check(rc, std::string("MPI_Allgatherv") + in_place_note(ip) + at, recv, want, recv.size(), true);
     }
+    {  // MPI_Allgatherv with negative displacements: recvbuf past every block
+        const uint64_t seed = ++c.seed;
+        const Plan pl = forward(irregular(p), 1);
+        Bytes recv((pl.span + 1) * es, 0xee), want = recv;
+        std::vector<int> before(p);
+        for (int r = 0; r < p; ++r) {
+            put(want, pl.displs[r], es, piece(seed, p, r, 0, pl.counts[r], es), pl.counts[r]);
+            before[r] = pl.displs[r] - static_cast<int>(pl.span);
+        }
+        const Bytes mine = piece(seed, p, me, 0, pl.counts[me], es);
+        int rc = MPI_Allgatherv(mine.data(), pl.counts[me], type, recv.data() + pl.span * es, pl.counts.data(),
+                                before.data(), type, MPI_COMM_WORLD);
+        c.check(rc, "MPI_Allgatherv, negative displacements" + at, recv, want, recv.size(), true);
+    }
     for (int count : {0, 1, 5}) {  // MPI_Alltoall
         for (bool ip : {false, true}) {
             const uint64_t seed = ++c.seed;
