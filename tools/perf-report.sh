@@ -9,15 +9,24 @@
 # Writes docs/perf/<collective>/<baseline>.csv (per-size medians, in
 # chorus-bench's CSV format), docs/perf/<collective>.png, and prints the
 # markdown tables the README shows.
+# With SMALL=1: every collective (unless COLLECTIVES) at 4 B-4 KiB (unless
+# SIZES) against ob1 and pml-ucx only, printing the README's small-message
+# table (tools/small_summary.py); docs/perf is left as it is.
 # Usage: tools/perf-report.sh [BUILD_DIR]
-#   REPEAT=3 SIZES=4:64M COLLECTIVES="allreduce bcast reduce reduce_scatter allgather"
+#   REPEAT=3 SIZES=4:64M COLLECTIVES="allreduce bcast reduce reduce_scatter allgather" SMALL=0
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/env.sh
 build=${1:-build}
 repeat=${REPEAT:-3}
-sizes=${SIZES:-4:64M}
-colls=${COLLECTIVES:-"allreduce bcast reduce reduce_scatter allgather"}
+small=${SMALL:-0}
+if [ "$small" = 1 ]; then
+  sizes=${SIZES:-4:4K}
+  colls=${COLLECTIVES:-"allreduce bcast reduce reduce_scatter allgather allgatherv alltoall alltoallv gather gatherv scatter scatterv barrier"}
+else
+  sizes=${SIZES:-4:64M}
+  colls=${COLLECTIVES:-"allreduce bcast reduce reduce_scatter allgather"}
+fi
 raw=$(mktemp -d)
 trap 'rm -rf "$raw"' EXIT
 bench=("$build/perf/chorus-bench")
@@ -28,8 +37,13 @@ for c in $colls; do
     mpirun -np 2 "${bench[@]}" "$c" -c -m "$sizes" --csv "$raw/$c.ob1.$r.csv" > /dev/null
     mpirun -np 2 --mca pml ucx --mca pml_ucx_tls any "${bench[@]}" "$c" -c -m "$sizes" \
       --csv "$raw/$c.pml-ucx.$r.csv" > /dev/null
+    [ "$small" = 1 ] && continue
     GLIBC_TUNABLES=glibc.malloc.hugetlb=1 mpirun -np 2 -x GLIBC_TUNABLES "${bench[@]}" "$c" -c -m "$sizes" \
       --csv "$raw/$c.hugetlb.$r.csv" > /dev/null
   done
 done
-/usr/bin/python3 tools/perf_summary.py "$raw" docs/perf
+if [ "$small" = 1 ]; then
+  /usr/bin/python3 tools/small_summary.py "$raw"
+else
+  /usr/bin/python3 tools/perf_summary.py "$raw" docs/perf
+fi

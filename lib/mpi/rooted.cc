@@ -51,9 +51,10 @@ struct Rooted {
     }
 };
 
-// The gathers: `shape` describes the root's receive buffer.
+// The gathers: `shape` describes the root's receive buffer (the v form), or
+// `regular` elements from every rank do (built only where blocks are packed).
 int gather_any(Call& call, Fn fn, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-               MPI_Datatype recvtype, int root, MPI_Comm comm, const Rooted& g, Shape shape, bool v) {
+               MPI_Datatype recvtype, int root, MPI_Comm comm, const Rooted& g, Shape shape, bool v, int regular) {
     const bool in_place = g.is_root && sendbuf == MPI_IN_PLACE;
     if (sendbuf == MPI_IN_PLACE && !g.is_root) return misuse(fn, comm, "MPI_IN_PLACE is valid on the root only");
     Layout su, ru;
@@ -66,7 +67,7 @@ int gather_any(Call& call, Fn fn, const void* sendbuf, int sendcount, MPI_Dataty
     count_intercepted(fn);
     chorus_comm_t cc = g.twin.t.cc;
     if (!v && (in_place || su.direct) && (!g.is_root || ru.direct)) {  // contiguous types: the user's bytes
-        const size_t block = g.is_root ? elems(shape.counts[0]) * ru.bytes : 0;
+        const size_t block = g.is_root ? elems(regular) * ru.bytes : 0;
         const size_t n = in_place ? block : elems(sendcount) * su.bytes;
         if (g.is_root && n != block)
             return mismatch(fn, comm, "sendcount * sendtype", n, "recvcount * recvtype", block);
@@ -76,6 +77,7 @@ int gather_any(Call& call, Fn fn, const void* sendbuf, int sendcount, MPI_Dataty
             return either(r, chorus_gather, chorus_igather, own, all, n, CHORUS_UINT8, root, cc, nullptr);
         });
     }
+    if (!v && g.is_root) shape = Shape::regular(g.p, regular);
     Pending& b = call.pending();
     const Blocks& recv = b.recv;
     int rc;
@@ -98,9 +100,10 @@ int gather_any(Call& call, Fn fn, const void* sendbuf, int sendcount, MPI_Dataty
     });
 }
 
-// The scatters: `shape` describes the root's send buffer.
+// The scatters: `shape` describes the root's send buffer (the v form), or
+// `regular` elements for every rank do.
 int scatter_any(Call& call, Fn fn, const void* sendbuf, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                MPI_Datatype recvtype, int root, MPI_Comm comm, const Rooted& g, Shape shape, bool v) {
+                MPI_Datatype recvtype, int root, MPI_Comm comm, const Rooted& g, Shape shape, bool v, int regular) {
     const bool in_place = g.is_root && recvbuf == MPI_IN_PLACE;
     if (recvbuf == MPI_IN_PLACE && !g.is_root) return misuse(fn, comm, "MPI_IN_PLACE is valid on the root only");
     Layout su, ru;
@@ -113,7 +116,7 @@ int scatter_any(Call& call, Fn fn, const void* sendbuf, MPI_Datatype sendtype, v
     count_intercepted(fn);
     chorus_comm_t cc = g.twin.t.cc;
     if (!v && (!g.is_root || su.direct) && (in_place || ru.direct)) {  // contiguous types: the user's bytes
-        const size_t block = g.is_root ? elems(shape.counts[0]) * su.bytes : 0;
+        const size_t block = g.is_root ? elems(regular) * su.bytes : 0;
         const size_t n = in_place ? block : elems(recvcount) * ru.bytes;
         if (g.is_root && n != block)
             return mismatch(fn, comm, "recvcount * recvtype", n, "sendcount * sendtype", block);
@@ -124,6 +127,7 @@ int scatter_any(Call& call, Fn fn, const void* sendbuf, MPI_Datatype sendtype, v
             return either(req, chorus_scatter, chorus_iscatter, all, r, n, CHORUS_UINT8, root, cc, nullptr);
         });
     }
+    if (!v && g.is_root) shape = Shape::regular(g.p, regular);
     Blocks& recv = call.pending().recv;
     Blocks& send = call.pending().send;
     int rc = MPI_SUCCESS;
@@ -170,9 +174,8 @@ int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recv
             if (!g.twin.ok) return g.twin.rc;
             if (!g.root_ok) return kPassThrough;
             if (g.is_root && recvcount < 0) return kPassThrough;
-            Shape shape = g.is_root ? Shape::regular(g.p, recvcount) : Shape();
-            return gather_any(call, fn, sendbuf, sendcount, sendtype, recvbuf, recvtype, root, comm, g,
-                              std::move(shape), false);
+            return gather_any(call, fn, sendbuf, sendcount, sendtype, recvbuf, recvtype, root, comm, g, Shape(), false,
+                              recvcount);
         });
 }
 
@@ -200,7 +203,7 @@ int gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
                 return misuse(fn, comm, "recvcounts and displs cannot be NULL on the root");
             Shape shape = g.is_root ? Shape::of(g.p, recvcounts, displs) : Shape();
             return gather_any(call, fn, sendbuf, sendcount, sendtype, recvbuf, recvtype, root, comm, g,
-                              std::move(shape), true);
+                              std::move(shape), true, 0);
         });
 }
 
@@ -222,9 +225,8 @@ int scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
             if (!g.twin.ok) return g.twin.rc;
             if (!g.root_ok) return kPassThrough;
             if (g.is_root && sendcount < 0) return kPassThrough;
-            Shape shape = g.is_root ? Shape::regular(g.p, sendcount) : Shape();
-            return scatter_any(call, fn, sendbuf, sendtype, recvbuf, recvcount, recvtype, root, comm, g,
-                               std::move(shape), false);
+            return scatter_any(call, fn, sendbuf, sendtype, recvbuf, recvcount, recvtype, root, comm, g, Shape(), false,
+                               sendcount);
         });
 }
 
@@ -251,7 +253,7 @@ int scatterv(const void* sendbuf, const int* sendcounts, const int* displs, MPI_
                 return misuse(fn, comm, "sendcounts and displs cannot be NULL on the root");
             Shape shape = g.is_root ? Shape::of(g.p, sendcounts, displs) : Shape();
             return scatter_any(call, fn, sendbuf, sendtype, recvbuf, recvcount, recvtype, root, comm, g,
-                               std::move(shape), true);
+                               std::move(shape), true, 0);
         });
 }
 
