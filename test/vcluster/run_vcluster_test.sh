@@ -15,6 +15,10 @@
 #   hosts LAYOUT CHORUS_BENCH  a Chorus all-reduce on that layout with CHORUS_LOG=info:
 #                            rank 0 reports the host map ("4 ranks on 3 hosts (2+1+1)")
 #   run PROGRAM ARGS...      PROGRAM at 2x2; its exit status
+#   observe LAYOUT MODE OBSERVE SOURCE_ROOT
+#                            test/run_observe.sh's MODE (hang, disagree) with the
+#                            ranks spread over the hosts of LAYOUT: the hang
+#                            report crosses hosts (its launcher is this cluster)
 #   forced LAYOUT ALGOS PROGRAM ARGS...
 #                            PROGRAM on that layout with CHORUS_ALGO=ALGOS and
 #                            CHORUS_LOG=info: its exit status, and rank 0 reports
@@ -141,6 +145,33 @@ case $mode in
   run)
     "$vcluster" -q 2 2 -- "$@"
     took "$(basename "$1") at 2x2"
+    ;;
+  observe)
+    layout=$1 what=$2 prog=$3 src=$4
+    # run_observe.sh calls "MPIRUN -np N [-x NAME=VALUE]... PROGRAM MODE":
+    # the launcher below takes the layout's ranks instead of N, and hands
+    # the variables to the ranks through the cluster's inherited environment.
+    cat >"$dir/launch" <<EOS
+#!/usr/bin/env bash
+vars=()
+while [ \$# -gt 0 ]; do
+  case \$1 in
+    -np) shift 2 ;;
+    -x) vars+=("\$2"); shift 2 ;;
+    *) break ;;
+  esac
+done
+env "\${vars[@]}" CHORUS_LOG=info "$vcluster" -q --layout "$layout" -- "\$@" 2>&1 | tee "$dir/observe.log"
+exit \${PIPESTATUS[0]}
+EOS
+    chmod +x "$dir/launch"
+    TEST_MPI_ENV_FLAG=-x "$src/test/run_observe.sh" "$dir/launch" "$prog" "$what" "$src"
+    IFS=, read -r -a ranks <<<"$layout"
+    grep -q "ranks on ${#ranks[@]} hosts" "$dir/observe.log" || {
+      echo "FAIL: the ranks were not on ${#ranks[@]} hosts"
+      exit 1
+    }
+    took "observe $what on $layout"
     ;;
 
   forced)
