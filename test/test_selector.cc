@@ -374,3 +374,33 @@ TEST_CASE("ranks that share memory take the flat shared-memory algorithms for sm
     CollArgs a = args_for(Collective::Allreduce, 2, 64);
     for (const auto& [alg, t] : remote.choose(a).predictions) REQUIRE(alg->name != std::string("shm_flat"));
 }
+
+TEST_CASE("two ranks of one host choose as measured there: the slots to 4 KiB, the ring for large all-reduces",
+          "[unit][selector]") {
+    // The defaults were measured at np=2 (README, "One-sided steps" and
+    // "Small messages"): the one-sided all-reduce and reduce lose to the
+    // messages at every size, the one-sided broadcast wins from 32 KiB to
+    // 2 MiB, and the slots win wherever they fit up to 4 KiB, the all-gather
+    // included (Bruck's single exchange through the rings copies twice).
+    CostParams params;
+    params.all_local = true;
+    Selector sel{params};
+    auto choice = [&](Collective c, size_t bytes) {
+        CollArgs a = args_for(c, 2, bytes);
+        a.slot_bytes = 16368;
+        a.one_sided = true;
+        return std::string(sel.choose(a).algorithm->name);
+    };
+    for (size_t bytes = 32 << 10; bytes <= (size_t(64) << 20); bytes *= 4) {
+        INFO(bytes << " bytes");
+        CHECK(choice(Collective::Allreduce, bytes) != "one_sided");
+        CHECK(choice(Collective::Reduce, bytes) != "one_sided");
+    }
+    for (size_t bytes : {size_t(64) << 10, size_t(1) << 20}) CHECK(choice(Collective::Broadcast, bytes) == "one_sided");
+    for (Collective c :
+         {Collective::Allgather, Collective::Allgatherv, Collective::Alltoall, Collective::Gather, Collective::Scatter})
+        for (size_t bytes : {size_t(2048), size_t(c == Collective::Allgather ? 2048 : 4096)}) {
+            INFO(collective_name(c) << " " << bytes << " bytes");
+            CHECK(choice(c, bytes) == "shm_flat");
+        }
+}

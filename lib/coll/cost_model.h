@@ -72,8 +72,9 @@ struct CostParams {
     double reduce_gbs = 6.0;               // bytes of output per second of a reduction
     double copy_gbs = 8.0;                 // memcpy
     // Every rank on one host (Chorus's shared memory): a message of at most
-    // eager_bytes costs local_alpha_us instead of alpha_us, and a published
-    // slot is seen by a peer slot_us after it is written.
+    // eager_bytes costs local_alpha_us instead of alpha_us and one more copy
+    // at copy_gbs (through the rings' cells), and a published slot is seen
+    // by a peer slot_us after it is written.
     bool all_local = false;
     double local_alpha_us = 0.3;
     double slot_us = 0.1;
@@ -87,7 +88,10 @@ struct CostParams {
     // looked up, the reply. Measured at np=2: a one-sided broadcast or
     // reduce of 1-4 KiB takes 3.6-8 us, against 0.2-0.7 us for shm_flat.
     double get_us = 3.0;
-    double get_reduce_gbs = 7.0;
+    // Measured at np=2 on the one-sided all-reduce and reduce (8-9.5 ms at
+    // 16 MiB, 60-90 us at 64 KiB): far below a plain copy's rate, and below
+    // the ring's, which wins at every size there.
+    double get_reduce_gbs = 1.5;
     // Steps (about 40 bytes each in the simulation) of the ranks simulated
     // when the schedules are not symmetric; see SimMode.
     size_t max_simulated_steps = 1000000;

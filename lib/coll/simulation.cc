@@ -276,7 +276,13 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
         if (x.bytes > p.eager_bytes) return base + p.rendezvous_us;
         return p.all_local && !x.remote ? p.local_alpha_us : base;
     };
-    auto wire = [&](const Node& x) { return us(x.bytes, x.remote ? p.net_gbs : p.bandwidth_gbs); };
+    // Within one host's shared memory, an eager message also goes through
+    // the rings' cells: copied in by the sender and out by the receiver.
+    auto wire = [&](const Node& x) {
+        if (x.remote) return us(x.bytes, p.net_gbs);
+        const bool rings = p.all_local && x.bytes <= p.eager_bytes;
+        return us(x.bytes, p.bandwidth_gbs) + (rings ? us(x.bytes, p.copy_gbs) : 0);
+    };
     // A get or put: the copy on its own rank's CPU, once the descriptor of
     // the expose (sent at `exposed`) has arrived; returns when it is done.
     auto copy_one_sided = [&](Node& x, double exposed) {
