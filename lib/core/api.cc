@@ -133,10 +133,7 @@ chorus_result_t collective(Form form, const char* fn, const chorus::api::Args& i
     Validated* last = outer ? &t->last : nullptr;
     if (last && last->valid && last->form == form && last->comm == handle && same_args(last->in, in) &&
         same_arrays(in, call.args, static_cast<size_t>(c->size()))) {
-        if (c->failed_before_next()) {
-            c->last_error() = chorus::cat(fn, ": communicator failed earlier: ", c->failure());
-            return CHORUS_ERR_COMM_FAILED;
-        }
+        if (const chorus_result_t rc = chorus::api::check_not_failed(fn, c); rc != CHORUS_SUCCESS) return rc;
     } else {
         if (last) last->valid = false;
         chorus_result_t rc = chorus::api::validate(form, fn, c, in, &call);

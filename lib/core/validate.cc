@@ -171,6 +171,12 @@ chorus_result_t report(Communicator* comm, chorus_result_t rc, const std::string
     return rc;
 }
 
+chorus_result_t check_not_failed(const char* fn, Communicator* c) {
+    if (!c->failed_before_next()) return CHORUS_SUCCESS;
+    c->last_error() = cat(fn, ": communicator failed earlier: ", c->failure());
+    return CHORUS_ERR_COMM_FAILED;
+}
+
 chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args& in, Call* call) {
     const Rule& rule = rule_of(form);
     const auto dt = static_cast<chorus_datatype_t>(in.datatype);
@@ -182,10 +188,7 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
         return report(c, CHORUS_ERR_UNSUPPORTED,
                       cat(fn, ": op ", op_name(op), " is not defined on datatype ", datatype_name(dt),
                           " (bitwise and logical ops take integer types only)"));
-    if (c->failed_before_next()) {
-        c->last_error() = cat(fn, ": communicator failed earlier: ", c->failure());
-        return CHORUS_ERR_COMM_FAILED;
-    }
+    if (const chorus_result_t rc = check_not_failed(fn, c); rc != CHORUS_SUCCESS) return rc;
     const int rank = c->rank(), size = c->size();
     if (rule.has_root && (in.root < 0 || in.root >= size))
         return invalid(c, cat(fn, ": root ", in.root, " is out of range for ", size, " ranks"));

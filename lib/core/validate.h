@@ -58,6 +58,10 @@ struct Call {
 // returns the error, with the message (naming `fn` and the argument) on the
 // communicator and the thread.
 chorus_result_t validate(Form form, const char* fn, Communicator* comm, const Args& in, Call* call);
+// CHORUS_ERR_COMM_FAILED, with the message on `comm`, once the communicator
+// has failed before this call (what validate() checks that changes between
+// calls with the same arguments).
+chorus_result_t check_not_failed(const char* fn, Communicator* comm);
 
 // Record a failure's message on the communicator (if any) and the thread.
 chorus_result_t report(Communicator* comm, chorus_result_t rc, const std::string& message);
