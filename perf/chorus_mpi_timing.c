@@ -166,42 +166,33 @@ static void compute(double us) {
     }
 }
 
-static void blocking_mpi(Kind k, Job* j) {
-    const int n = j->count;
-    switch (k) {
-        case kAllreduce: MPI_Allreduce(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
-        case kBcast: MPI_Bcast(j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
-        case kReduce: MPI_Reduce(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD); break;
-        case kReduceScatter: MPI_Reduce_scatter_block(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
-        case kAllgather: MPI_Allgather(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;
-        case kAlltoall: MPI_Alltoall(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;
-        case kGather: MPI_Gather(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
-        case kScatter: MPI_Scatter(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
-        case kAllgatherv:
-            MPI_Allgatherv(j->send, n, MPI_FLOAT, j->recv, j->counts, j->displs, MPI_FLOAT, MPI_COMM_WORLD);
-            break;
-        case kBarrier:
-        case kCollectives: MPI_Barrier(MPI_COMM_WORLD); break;
+/* The blocking calls through the entry points of PREFIX: MPI_ (the
+ * interposer's, when preloaded) or PMPI_ (the MPI library's own). */
+#define BLOCKING_CALLS(PREFIX)                                                                                   \
+    switch (k) {                                                                                                 \
+        case kAllreduce: PREFIX##Allreduce(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;      \
+        case kBcast: PREFIX##Bcast(j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD); break;                             \
+        case kReduce: PREFIX##Reduce(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD); break;         \
+        case kReduceScatter:                                                                                     \
+            PREFIX##Reduce_scatter_block(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);               \
+            break;                                                                                               \
+        case kAllgather: PREFIX##Allgather(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, MPI_COMM_WORLD); break; \
+        case kAlltoall: PREFIX##Alltoall(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;   \
+        case kGather: PREFIX##Gather(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD); break;    \
+        case kScatter: PREFIX##Scatter(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD); break;  \
+        case kAllgatherv:                                                                                        \
+            PREFIX##Allgatherv(j->send, n, MPI_FLOAT, j->recv, j->counts, j->displs, MPI_FLOAT, MPI_COMM_WORLD); \
+            break;                                                                                               \
+        case kBarrier:                                                                                           \
+        case kCollectives: PREFIX##Barrier(MPI_COMM_WORLD); break;                                               \
     }
-}
 
-/* The same calls through the MPI library's own entry points. */
-static void blocking_pmpi(Kind k, Job* j) {
+static void blocking(Kind k, Job* j) {
     const int n = j->count;
-    switch (k) {
-        case kAllreduce: PMPI_Allreduce(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
-        case kBcast: PMPI_Bcast(j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
-        case kReduce: PMPI_Reduce(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD); break;
-        case kReduceScatter: PMPI_Reduce_scatter_block(j->send, j->recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
-        case kAllgather: PMPI_Allgather(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;
-        case kAlltoall: PMPI_Alltoall(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, MPI_COMM_WORLD); break;
-        case kGather: PMPI_Gather(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
-        case kScatter: PMPI_Scatter(j->send, n, MPI_FLOAT, j->recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD); break;
-        case kAllgatherv:
-            PMPI_Allgatherv(j->send, n, MPI_FLOAT, j->recv, j->counts, j->displs, MPI_FLOAT, MPI_COMM_WORLD);
-            break;
-        case kBarrier:
-        case kCollectives: PMPI_Barrier(MPI_COMM_WORLD); break;
+    if (j->pmpi) {
+        BLOCKING_CALLS(PMPI_)
+    } else {
+        BLOCKING_CALLS(MPI_)
     }
 }
 
@@ -233,10 +224,8 @@ static void nonblocking(Kind k, Job* j) {
 static void run(Kind k, Job* j) {
     if (j->nonblocking)
         nonblocking(k, j);
-    else if (j->pmpi)
-        blocking_pmpi(k, j);
     else
-        blocking_mpi(k, j);
+        blocking(k, j);
 }
 
 /* Elements of this rank's output that the check covers (0: none). */

@@ -216,7 +216,6 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
         bool needed;
         Who who;
     };
-    const bool has_arrays = rule.recv_names.counts || rule.send_names.counts;
     const Array arrays[] = {
         {rule.recv_names.counts, in.counts, &a.counts, uses_recv, rule.recv},
         {rule.recv_names.displs, in.displs, &a.displs, uses_recv, rule.recv},
@@ -224,7 +223,6 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
         {rule.send_names.displs, in.send_displs, &a.send_displs, uses_send && !same && rule.send_names.own, rule.send},
     };
     for (const Array& arr : arrays) {
-        if (!has_arrays) break;
         if (!arr.name || !arr.needed) continue;
         if (!arr.given) return invalid(c, cat(fn, ": ", arr.name, on_root(rule, arr.who), " is NULL"));
         arr.into->assign(arr.given, arr.given + size);
