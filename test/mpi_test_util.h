@@ -3,6 +3,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -64,6 +65,18 @@ inline std::vector<std::string> algorithms(const std::string& coll, std::initial
     const std::string forced = run_forces(coll);
     if (!forced.empty()) return {forced};
     return std::vector<std::string>(all.begin(), all.end());
+}
+
+// The same for "coll=algo" items of several collectives: a collective the
+// run forces gets one item, of the forced algorithm, where its first was.
+inline std::vector<std::string> specs(std::initializer_list<const char*> all) {
+    std::vector<std::string> out;
+    for (const std::string spec : all) {
+        const std::string coll = spec.substr(0, spec.find('=')), forced = run_forces(coll);
+        const std::string item = forced.empty() ? spec : coll + "=" + forced;
+        if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
+    }
+    return out;
 }
 
 // A communicator on MPI_COMM_WORLD that forces `algo` for `coll`

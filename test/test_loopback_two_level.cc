@@ -1,8 +1,9 @@
 // The two-level algorithms on emulated hosts (the loopback transport's host
 // labels), each forced by name:
 //
-//  - against the reference (test/reference.h), bitwise, nothing else
-//    written, at layouts 2+2, 2+1+1, 3+1, 4x8, interleaved and shuffled
+//  - against the reference (test/reference.h; the data-movement ones:
+//    test/movement_check.h, all-gatherv with irregular and skewed blocks at
+//    shuffled displacements), bitwise, nothing else written, at layouts 2+2, 2+1+1, 3+1, 4x8, interleaved and shuffled
 //    hosts, for messages on both sides of the phases' switch from the
 //    latency-bound to the bandwidth-bound algorithms, in and out of place,
 //    at several roots, with many pieces and with sends that complete only
@@ -33,10 +34,18 @@ struct Forced {
     bool rails;  // hosts of one size only
 };
 const Forced kTwoLevel[] = {
-    {Collective::Allreduce, "two_level_rails", true},     {Collective::Allreduce, "two_level_leaders", false},
-    {Collective::Broadcast, "two_level", false},          {Collective::Reduce, "two_level", false},
-    {Collective::ReduceScatter, "two_level_rails", true}, {Collective::ReduceScatter, "two_level_leaders", false},
-    {Collective::Allgather, "two_level_rails", true},     {Collective::Allgather, "two_level_leaders", false},
+    {Collective::Allreduce, "two_level_rails", true},
+    {Collective::Allreduce, "two_level_leaders", false},
+    {Collective::Broadcast, "two_level", false},
+    {Collective::Reduce, "two_level", false},
+    {Collective::ReduceScatter, "two_level_rails", true},
+    {Collective::ReduceScatter, "two_level_leaders", false},
+    {Collective::Allgather, "two_level_rails", true},
+    {Collective::Allgather, "two_level_leaders", false},
+    {Collective::Allgatherv, "two_level_leaders", false},
+    {Collective::Gather, "two_level", false},
+    {Collective::Scatter, "two_level", false},
+    {Collective::Barrier, "two_level", false},
 };
 
 // Host labels by rank.
@@ -88,12 +97,17 @@ void sweep(const Forced& f, const std::vector<int>& labels, const std::vector<si
                     c.counts.clear();
                     if (f.coll == Collective::ReduceScatter && root == p / 2)  // the v form, zeros too
                         for (int r = 0; r < p; ++r) c.counts.push_back(count * static_cast<size_t>(r % 3) / 2);
+                    // All-gatherv's blocks (test/block_layout.h): equal, irregular with zeros, skewed.
+                    c.shape = root == 0       ? test::Shape::Even
+                              : root == p - 1 ? test::Shape::Irregular
+                                              : test::Shape::Skewed;
                     test::check_collective(g, c);
                     require_ran(g, f.algo);
                 }
         c.count = 3001;
         c.in_place = false;
         c.counts.clear();
+        c.shape = test::Shape::Irregular;
         for (auto [dt, op] : {std::pair{CHORUS_INT32, CHORUS_MAX}, std::pair{CHORUS_FLOAT64, CHORUS_AVG},
                               std::pair{CHORUS_INT8, CHORUS_SUM}, std::pair{CHORUS_FLOAT16, CHORUS_PROD}}) {
             c.dt = dt;
@@ -163,7 +177,8 @@ bool odd(int r) {
 TEST_CASE("two-level reductions give every rank the bytes of the documented order, run after run",
           "[loopback][two_level]") {
     for (const Forced& f : kTwoLevel) {
-        if (f.coll == Collective::Broadcast || f.coll == Collective::Allgather) continue;  // no arithmetic
+        if (f.coll == Collective::Broadcast || test::is_movement(f.coll) || f.coll == Collective::Allgather)
+            continue;  // no arithmetic
         const std::string coll = chorus::coll::collective_name(f.coll);
         for (const auto& labels : kLayouts) {
             if (f.rails && !even(labels)) continue;

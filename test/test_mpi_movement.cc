@@ -5,6 +5,8 @@
 // checked against references from per-rank seeds and, buffer for buffer
 // (gaps and guard bytes included), against MPI's own collective on the same
 // layout (MPI_Allgatherv, MPI_Alltoallv, MPI_Gatherv, ...) as a second oracle.
+// Where the run's CHORUS_ALGO forces an algorithm (the virtual cluster's
+// two-level runs), a sweep runs that one alone.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -93,7 +95,8 @@ std::string what(const char* algo, const Case& c, bool in_place) {
 
 TEST_CASE("allgatherv over UCX, every algorithm, against MPI_Allgatherv", "[mpi][allgatherv]") {
     const int p = world_size(), me = world_rank();
-    for (const char* algo : {"ring", "bcast", "shm_flat"}) {
+    for (const std::string& name : mpitest::algorithms("allgatherv", {"ring", "bcast", "shm_flat"})) {
+        const char* algo = name.c_str();
         mpitest::ForcedComm comm("allgatherv", algo);
         REQUIRE(comm.rc == CHORUS_SUCCESS);
         for (auto dt : kTypes)
@@ -191,9 +194,10 @@ TEST_CASE("alltoall and alltoallv over UCX, every algorithm, against MPI_Alltoal
 
 TEST_CASE("gather(v) and scatter(v) over UCX, every algorithm and root, against MPI's", "[mpi][gather][scatter]") {
     const int p = world_size(), me = world_rank();
-    for (const char* spec : {"gather=binomial", "gather=linear", "gather=shm_flat", "gatherv=linear",
-                             "scatter=binomial", "scatter=linear", "scatter=shm_flat", "scatterv=linear"}) {
-        const std::string s = spec, coll = s.substr(0, s.find('=')), algo = s.substr(s.find('=') + 1);
+    for (const std::string& s :
+         mpitest::specs({"gather=binomial", "gather=linear", "gather=shm_flat", "gatherv=linear", "scatter=binomial",
+                         "scatter=linear", "scatter=shm_flat", "scatterv=linear"})) {
+        const std::string coll = s.substr(0, s.find('=')), algo = s.substr(s.find('=') + 1);
         const bool v = coll.back() == 'v', gather = coll[0] == 'g';
         mpitest::ForcedComm comm(coll, algo);
         REQUIRE(comm.rc == CHORUS_SUCCESS);
@@ -266,7 +270,7 @@ TEST_CASE("gather(v) and scatter(v) over UCX, every algorithm and root, against 
 
 TEST_CASE("the barrier holds every rank until the last one has entered", "[mpi][barrier]") {
     const int p = world_size(), me = world_rank();
-    for (const char* algo : {"dissemination", "shm_flat"}) {
+    for (const std::string& algo : mpitest::algorithms("barrier", {"dissemination", "shm_flat"})) {
         INFO(algo);
         mpitest::ForcedComm comm("barrier", algo);
         REQUIRE(comm.rc == CHORUS_SUCCESS);

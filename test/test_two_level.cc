@@ -1,6 +1,7 @@
 // The two-level algorithms as schedules (built, not run): they apply only to
 // host maps of several hosts that are not one rank per host; for the
-// layouts 2+2, 2+1+1, 3+1, 4x8 and interleaved hosts every rank's schedule
+// layouts 2+2, 2+1+1, 3+1, 4x8 and interleaved hosts (all-gatherv: with
+// irregular blocks, zeros among them, out of rank order) every rank's schedule
 // pairs up with its peers' and runs to the end in the cost model's
 // simulation (which fails on a message without its counterpart and on steps
 // that never run), with no two messages between two ranks sharing a tag;
@@ -23,8 +24,9 @@ using namespace chorus::coll;
 
 namespace {
 
-const Collective kColls[] = {Collective::Allreduce, Collective::Broadcast, Collective::Reduce,
-                             Collective::ReduceScatter, Collective::Allgather};
+const Collective kColls[] = {Collective::Allreduce,     Collective::Broadcast, Collective::Reduce,
+                             Collective::ReduceScatter, Collective::Allgather, Collective::Allgatherv,
+                             Collective::Gather,        Collective::Scatter,   Collective::Barrier};
 
 bool is_two_level(const Algorithm& a) {
     return std::string(a.name).rfind("two_level", 0) == 0;
@@ -46,6 +48,24 @@ CollArgs args_for(Collective c, const HostMap& m, size_t count) {
     a.hosts = &m;
     a.chunk_bytes = 1024;
     a.depth = 3;
+    if (c == Collective::Allgatherv) {
+        // Irregular blocks, zeros among them, in reverse rank order with gaps.
+        size_t at = 0;
+        a.counts.assign(static_cast<size_t>(a.size), 0);
+        a.displs.assign(static_cast<size_t>(a.size), 0);
+        for (int r = a.size - 1; r >= 0; --r) {
+            a.counts[r] = count * static_cast<size_t>(r % 3) / 2;
+            a.displs[r] = at;
+            at += a.counts[r] + 3;
+        }
+    }
+    return a;
+}
+
+// Rank r's arguments (an all-gatherv sends its own block).
+CollArgs at_rank(CollArgs a, int r) {
+    a.rank = r;
+    if (a.coll == Collective::Allgatherv) a.count = a.counts[r];
     return a;
 }
 
@@ -53,14 +73,16 @@ CollArgs args_for(Collective c, const HostMap& m, size_t count) {
 void check_group(const Algorithm& algo, CollArgs a) {
     SimGroup g(a.size, a.dtype, a.hosts);
     size_t transfers = 0;
+    bool moves = false;
     for (int r = 0; r < a.size; ++r) {
-        a.rank = r;
+        a = at_rank(a, r);
+        moves = moves || a.count > 0;
         auto s = algo.build(a);
         s->check_tags();
         transfers += s->num_transfers();
         g.add(r, *s);
     }
-    if (a.count) REQUIRE(transfers > 0);
+    if (moves || a.coll == Collective::Barrier) REQUIRE(transfers > 0);
     CostParams p;
     REQUIRE(g.simulate(p, SimGroup::Outside::Lockstep) >= 0);
 }
@@ -69,7 +91,7 @@ void check_group(const Algorithm& algo, CollArgs a) {
 
 TEST_CASE("two-level algorithms apply only to host maps with a second level", "[unit][two_level]") {
     const auto algos = two_level_algorithms();
-    REQUIRE(algos.size() == 8);
+    REQUIRE(algos.size() == 12);
     const HostMap one = HostMap::from_layout({4}), each = HostMap::from_layout({1, 1, 1, 1});
     const HostMap even = HostMap::from_layout({2, 2}), uneven = HostMap::from_layout({3, 1});
     for (const Algorithm* algo : algos) {
@@ -125,12 +147,13 @@ TEST_CASE("two-level schedules keep to the tag budget at 4096 hosts of 8 ranks",
     const HostMap m = HostMap::from_layout(std::vector<int>(4096, 8));
     const int p = m.ranks();
     for (const Algorithm* algo : two_level_algorithms()) {
-        const bool blocks = algo->coll == Collective::ReduceScatter || algo->coll == Collective::Allgather;
+        const bool blocks = algo->coll == Collective::ReduceScatter || algo->coll == Collective::Allgather ||
+                            algo->coll == Collective::Allgatherv;
         CollArgs a = args_for(algo->coll, m, blocks ? 40 : 3 * static_cast<size_t>(p) + 5);
         a.chunk_bytes = 256 * 1024;
         // A leader, a rank of another host, the last rank.
         for (int r : {0, p / 2 + 3, p - 1}) {
-            a.rank = r;
+            a = at_rank(a, r);
             CAPTURE(collective_name(algo->coll), algo->name, r);
             auto s = algo->build(a);
             s->check_tags();
@@ -157,7 +180,7 @@ TEST_CASE("the selector takes a two-level algorithm where it is predicted fastes
         Selector sel(p);
         for (Collective c : kColls)
             for (size_t bytes = 64; bytes <= (size_t(64) << 20); bytes *= 8) {
-                CollArgs a = args_for(c, *p.hosts, bytes / 4);
+                CollArgs a = at_rank(args_for(c, *p.hosts, bytes / 4), 0);
                 a.chunk_bytes = 256 * 1024;
                 a.depth = 16;
                 if (c == Collective::ReduceScatter) a.count = bytes / 4 / m.ranks();

@@ -214,6 +214,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Allgatherv, "ring", build_ring_allgather, any},
         {Collective::Allgatherv, "bcast", build_bcast_allgatherv, any},
         {Collective::Allgatherv, "shm_flat", build_flat_allgather, slots},
+        {Collective::Allgatherv, "two_level_leaders", build_two_level_allgatherv, two_level},
     };
     static const std::vector<Algorithm> alltoall = {
         {Collective::Alltoall, "pairwise", build_pairwise_alltoall, any},
@@ -230,6 +231,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Gather, "linear", build_linear_gather, any},
         {Collective::Gather, "binomial", build_binomial_gather, any},
         {Collective::Gather, "shm_flat", build_flat_gather, slots},
+        {Collective::Gather, "two_level", build_two_level_gather, two_level},
     };
     static const std::vector<Algorithm> gatherv = {
         {Collective::Gatherv, "shm_flat", build_flat_gatherv, shared},
@@ -239,6 +241,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Scatter, "linear", build_linear_scatter, any},
         {Collective::Scatter, "binomial", build_binomial_scatter, any},
         {Collective::Scatter, "shm_flat", build_flat_scatter, slots},
+        {Collective::Scatter, "two_level", build_two_level_scatter, two_level},
     };
     static const std::vector<Algorithm> scatterv = {
         {Collective::Scatterv, "shm_flat", build_flat_scatterv, shared},
@@ -247,6 +250,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
     static const std::vector<Algorithm> barrier = {
         {Collective::Barrier, "dissemination", build_dissemination_barrier, any},
         {Collective::Barrier, "shm_flat", build_flat_barrier, slots},
+        {Collective::Barrier, "two_level", build_two_level_barrier, two_level},
     };
     switch (c) {
         case Collective::Allreduce: return allreduce;

@@ -153,12 +153,16 @@ Composer::Span Composer::span(Region r, size_t bytes) const {
     switch (r.buf) {
         case Buf::Send:
             if (send_in_recv_) {
-                const long lo = static_cast<long>(r.offset) + shift_;
-                if (lo < 0) fail(CHORUS_ERR_INTERNAL, "composer: Send byte ", r.offset, " lies before Recv");
-                return {1, static_cast<size_t>(lo), static_cast<size_t>(lo) + bytes};
+                // One store for both, from whichever starts first (a
+                // scatter's Recv lies inside its Send).
+                const size_t lo = static_cast<size_t>(static_cast<long>(r.offset) + std::max(shift_, 0L));
+                return {1, lo, lo + bytes};
             }
             return {0, r.offset, r.offset + bytes};
-        case Buf::Recv: return {1, r.offset, r.offset + bytes};
+        case Buf::Recv: {
+            const size_t lo = r.offset + static_cast<size_t>(send_in_recv_ ? std::max(-shift_, 0L) : 0L);
+            return {1, lo, lo + bytes};
+        }
         case Buf::Scratch: return {2, r.offset, r.offset + bytes};
         default: fail(CHORUS_ERR_INTERNAL, "composer: a phase uses publish slots");
     }
@@ -260,6 +264,7 @@ void Composer::add(uint32_t tag_phase, const Schedule& sub, const CollArgs& sa, 
             st.tag |= tag_phase << sa.tag_bits;
             st.peer = group.at(static_cast<size_t>(st.peer));
         }
+        if (sub.ndeps(k) == 0) deps.insert(deps.end(), fence_.begin(), fence_.end());
         order(0, st, deps, false);
         std::sort(deps.begin(), deps.end());
         deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
@@ -274,6 +279,16 @@ void Composer::add(uint32_t tag_phase, const Schedule& sub, const CollArgs& sa, 
         order(id[k], st, deps, true);
     }
     hazards_->freeze();
+    fence_.clear();
+}
+
+void Composer::fence() {
+    std::vector<bool> waited(s_->num_steps(), false);
+    for (StepId k = 0; k < s_->num_steps(); ++k)
+        for (uint32_t i = 0; i < s_->ndeps(k); ++i) waited[s_->deps_of(k)[i]] = true;
+    fence_.clear();
+    for (StepId k = 0; k < s_->num_steps(); ++k)
+        if (!waited[k]) fence_.push_back(k);
 }
 
 void Composer::copies(const std::vector<Move>& moves) {

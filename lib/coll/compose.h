@@ -82,6 +82,11 @@ public:
     // A local phase dividing `count` elements at `at` by the rank count
     // (AVG), one step per range its last writers left.
     void divide(Region at, size_t count);
+    // What follows waits for everything before: the next phase's steps that
+    // wait for nothing in their own schedule wait for every step so far that
+    // no other waits for. For phases ordered by no data (a barrier's tokens
+    // live in each phase's own scratch).
+    void fence();
     // The composed schedule (finalized).
     std::unique_ptr<Schedule> finish();
 
@@ -101,6 +106,7 @@ private:
     std::unique_ptr<Schedule> s_;
     std::unique_ptr<Hazards> hazards_;
     size_t scratch_ = 0;
+    std::vector<StepId> fence_;  // what the next phase's first steps wait for
     bool send_in_recv_ = false;  // whether Send may be Recv
     long shift_ = 0;             // Send byte x is Recv byte x + shift_
 };

@@ -36,7 +36,10 @@ const Algorithm& phase_algorithm(const CollArgs& sa) {
         case Collective::Allgather: name = small ? "bruck" : "ring"; break;
         case Collective::Allgatherv: name = "ring"; break;
         case Collective::Gather: name = small ? "binomial" : "linear"; break;
+        case Collective::Scatter: name = small ? "binomial" : "linear"; break;
+        case Collective::Gatherv:
         case Collective::Scatterv: name = "linear"; break;
+        case Collective::Barrier: name = "dissemination"; break;
         default: fail(CHORUS_ERR_INTERNAL, "two-level: no phase algorithm for ", collective_name(sa.coll));
     }
     return find_algorithm(sa.coll, name);
@@ -85,6 +88,11 @@ Staging::Staging(std::vector<int> order_, const std::vector<size_t>& counts)
         at_[r] = total;
         total += counts[r];
     }
+}
+
+Staging::Staging(std::vector<int> order_, const std::vector<size_t>& counts, const std::vector<size_t>& at)
+    : order(std::move(order_)), at_(at), counts_(counts) {
+    for (int r : order) total = std::max(total, at_[r] + counts_[r]);
 }
 
 bool Staging::identity() const {

@@ -27,12 +27,12 @@ bool two_level_even(const CollArgs& a);
 // its group picks the same): the latency-bound one (recursive doubling,
 // binomial trees: while the message times their ceil(log2 size) rounds is
 // at most 2 kSmallPhaseBytes, as they move it whole each round; halving,
-// Bruck, binomial gather: for at most kSmallPhaseBytes a rank, a
-// reduce-scatter's whole input, an all-gather's block), beyond it the
+// Bruck, binomial gather and scatter: for at most kSmallPhaseBytes a rank,
+// a reduce-scatter's whole input, an all-gather's block), beyond it the
 // bandwidth-bound one (Rabenseifner at a power of two, else the ring;
 // reduce-scatter + gather; scatter + all-gather; the ring reduce-scatter
-// and all-gather; the direct gather). All-gatherv runs the ring, a scatterv
-// the direct one.
+// and all-gather; the direct gather and scatter). All-gatherv runs the
+// ring, gatherv and scatterv the direct ones, a barrier dissemination.
 constexpr size_t kSmallPhaseBytes = 64 * 1024;
 const Algorithm& phase_algorithm(const CollArgs& sa);
 // Build that algorithm's schedule for `sa` and add it to `c` (Composer::add).
@@ -56,9 +56,12 @@ struct HostView {
 };
 
 // Blocks laid out one after the other in a given order of the ranks: rank
-// order[i]'s block of counts[order[i]] elements after those of order[0..i).
+// order[i]'s block of counts[order[i]] elements after those of order[0..i)
+// (or where a layout of displacements puts them).
 struct Staging {
     Staging(std::vector<int> order, const std::vector<size_t>& counts);
+    // Blocks at given element offsets (an all-gatherv's displacements).
+    Staging(std::vector<int> order, const std::vector<size_t>& counts, const std::vector<size_t>& at);
     size_t at(int rank) const { return at_[rank]; }
     size_t count(int rank) const { return counts_[rank]; }
     // Whether the order is rank order (every block where a packed buffer of

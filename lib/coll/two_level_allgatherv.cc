@@ -1,0 +1,78 @@
+// Two-level all-gatherv through the hosts' leaders, for any layout and any
+// blocks (zeros too; every rank knows every count). The leader of a host is
+// its lowest rank; a host's super-block is its ranks' blocks in local order.
+// The blocks gather in a staging area laid out host by host, packed (Recv
+// itself where the ranks of each host are consecutive, hosts in order, and
+// the displacements pack the blocks in rank order; else scratch):
+//
+//   1. inside each host, a gatherv of the blocks to the leader, into its
+//      host's super-block;
+//   2. across hosts, an all-gatherv of the super-blocks among the leaders,
+//      in place in the staging area;
+//   3. inside each host, a broadcast of the whole staging area from the
+//      leader;
+//   4. every block from the staging area to its displacement in Recv (this
+//      rank's own stays where it is in place); the gaps are never written.
+//
+// Each phase runs the algorithm lib/coll/two_level.h picks for its size
+// (the direct gatherv, the ring, binomial or scatter + all-gather).
+// Cost: as the all-gather's (two_level_leaders_allgather.cc): each host
+// link carries the other hosts' super-blocks once, whatever the host sizes.
+#include "coll/two_level.h"
+
+namespace chorus::coll {
+
+std::unique_ptr<Schedule> build_two_level_allgatherv(const CollArgs& a) {
+    Composer c(a);
+    const HostView v(a);
+    const bool leader = v.local == 0;
+    const size_t es = c.esize();
+    std::vector<size_t> counts(static_cast<size_t>(a.size));
+    for (int r = 0; r < a.size; ++r) counts[r] = a.block(Side::Recv, r).count;
+    const Staging staged(host_order(v.map), counts);
+    if (staged.total == 0) return c.finish();
+    bool direct = staged.identity();
+    std::vector<size_t> displs(static_cast<size_t>(a.size));
+    for (int r = 0; r < a.size; ++r) {
+        displs[r] = a.block(Side::Recv, r).offset;
+        direct = direct && displs[r] == staged.at(r);
+    }
+    const Staging given(rank_order(a.size), counts, displs);
+    const Place stage = direct ? Place::at(Buf::Recv, 0) : Place::at(Buf::Scratch, c.reserve(staged.total * es));
+    auto super = [&](int h) { return staged.at(v.map.members(h)[0]); };
+    const Place mine = Place::at(stage.buf, stage.offset + super(v.host) * es);
+
+    CollArgs ga = c.phase_args(Collective::Gatherv, v.local, v.local_size());
+    ga.count = counts[a.rank];
+    if (leader)
+        for (int q : v.members()) {
+            ga.counts.push_back(counts[q]);
+            ga.displs.push_back(staged.at(q) - super(v.host));
+        }
+    ga.in_place = leader && direct && a.in_place;
+    run_phase(c, 0, ga, v.members(), Place::at(Buf::Send, 0), leader ? mine : Place::none());
+
+    if (leader) {
+        CollArgs ag = c.phase_args(Collective::Allgatherv, v.host, v.hosts);
+        for (int h = 0; h < v.hosts; ++h) {
+            size_t n = 0;
+            for (int q : v.map.members(h)) n += counts[q];
+            ag.counts.push_back(n);
+            ag.displs.push_back(super(h));
+        }
+        ag.count = ag.counts[v.host];
+        ag.in_place = true;
+        run_phase(c, 1, ag, v.leaders(), mine, stage);
+    }
+
+    CollArgs bc = c.phase_args(Collective::Broadcast, v.local, v.local_size());
+    bc.count = staged.total;
+    bc.in_place = true;
+    run_phase(c, 2, bc, v.members(), stage, stage);
+
+    if (!direct)
+        c.copies(moves(staged, {Buf::Scratch, stage.offset}, given, {Buf::Recv, 0}, es, a.in_place ? a.rank : -1));
+    return c.finish();
+}
+
+}  // namespace chorus::coll
