@@ -244,6 +244,8 @@ void Composer::add(uint32_t tag_phase, const Schedule& sub, const CollArgs& sa, 
             else
                 deps.insert(deps.end(), forwarded[d].begin(), forwarded[d].end());
         }
+        // (A dropped step passes the fence on to what waits for it.)
+        if (sub.ndeps(k) == 0) deps.insert(deps.end(), fence_.begin(), fence_.end());
         bool src_gone = false, src2_gone = false, dst_gone = false;
         const bool reads = st.kind == StepKind::Send || st.kind == StepKind::Reduce || st.kind == StepKind::Copy;
         const bool writes = st.kind != StepKind::Send;
@@ -264,7 +266,6 @@ void Composer::add(uint32_t tag_phase, const Schedule& sub, const CollArgs& sa, 
             st.tag |= tag_phase << sa.tag_bits;
             st.peer = group.at(static_cast<size_t>(st.peer));
         }
-        if (sub.ndeps(k) == 0) deps.insert(deps.end(), fence_.begin(), fence_.end());
         order(0, st, deps, false);
         std::sort(deps.begin(), deps.end());
         deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
