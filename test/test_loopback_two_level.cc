@@ -3,9 +3,10 @@
 //
 //  - against the reference (test/reference.h; the data-movement ones:
 //    test/movement_check.h, all-gatherv with irregular and skewed blocks at
-//    shuffled displacements), bitwise, nothing else written, at layouts 2+2, 2+1+1, 3+1, 4x8, interleaved and shuffled
-//    hosts, for messages on both sides of the phases' switch from the
-//    latency-bound to the bandwidth-bound algorithms, in and out of place,
+//    shuffled displacements), bitwise, nothing else written, at layouts
+//    2+2, 2+1+1, 3+1, 4x8, interleaved and shuffled hosts, for messages
+//    on both sides of the phases' switch from the latency-bound to the
+//    bandwidth-bound algorithms, in and out of place,
 //    at several roots, with many pieces and with sends that complete only
 //    when received; the forced algorithm is the one that ran;
 //  - with inputs that round (test/rounding.h): every rank gets the bytes of

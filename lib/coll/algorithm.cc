@@ -214,7 +214,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Allgatherv, "ring", build_ring_allgather, any},
         {Collective::Allgatherv, "bcast", build_bcast_allgatherv, any},
         {Collective::Allgatherv, "shm_flat", build_flat_allgather, slots},
-        {Collective::Allgatherv, "two_level_leaders", build_two_level_allgatherv, two_level},
+        {Collective::Allgatherv, "two_level_leaders", build_two_level_leaders_allgather, two_level},
     };
     static const std::vector<Algorithm> alltoall = {
         {Collective::Alltoall, "pairwise", build_pairwise_alltoall, any},

@@ -196,7 +196,6 @@ std::unique_ptr<Schedule> build_two_level_rails_reduce_scatter(const CollArgs& a
 std::unique_ptr<Schedule> build_two_level_leaders_reduce_scatter(const CollArgs& args);
 std::unique_ptr<Schedule> build_two_level_rails_allgather(const CollArgs& args);
 std::unique_ptr<Schedule> build_two_level_leaders_allgather(const CollArgs& args);
-std::unique_ptr<Schedule> build_two_level_allgatherv(const CollArgs& args);
 std::unique_ptr<Schedule> build_two_level_gather(const CollArgs& args);
 std::unique_ptr<Schedule> build_two_level_scatter(const CollArgs& args);
 std::unique_ptr<Schedule> build_two_level_barrier(const CollArgs& args);
