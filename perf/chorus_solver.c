@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c_median.h"
 #include "chorus.h"
 
 typedef struct {
@@ -50,16 +51,6 @@ static int parse(int argc, char** argv, Options* o) {
             return 0;
     }
     return 1;
-}
-
-static int compare(const void* a, const void* b) {
-    double x = *(const double*)a, y = *(const double*)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double* v, int n) {
-    qsort(v, (size_t)n, sizeof *v, compare);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 typedef struct {
@@ -146,8 +137,9 @@ int main(int argc, char** argv) {
     int any_failed = 0;
     MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (w.rank == 0) {
-        const double mpi = median(times[kMpi], o.rounds) * 1e6, pmpi = median(times[kPmpi], o.rounds) * 1e6;
-        const double chorus = median(times[kChorus], o.rounds) * 1e6;
+        const double mpi = chorus_perf_median(times[kMpi], o.rounds) * 1e6,
+                     pmpi = chorus_perf_median(times[kPmpi], o.rounds) * 1e6;
+        const double chorus = chorus_perf_median(times[kChorus], o.rounds) * 1e6;
         printf("# chorus-solver: %d ranks, %ld elements of local work, %ld iterations x %d blocks each\n", w.size, w.n,
                o.iterations, o.rounds);
         printf("# per iteration: local work, 8-byte all-reduce, local work, 8-byte all-reduce (medians)\n");

@@ -1,10 +1,15 @@
 // The flight recorder, the hang report's verdict and the straggler summary,
 // without a network: the text a user reads when something hangs.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
 
 #include "core/hang_report.h"
 #include "core/recorder.h"
 #include "core/stragglers.h"
+#include "core/trace.h"
 
 using chorus::OpReport;
 using chorus::RankReport;
@@ -150,4 +155,86 @@ TEST_CASE("the straggler summary names the rank that is late", "[unit][observe]"
     REQUIRE(back.size() == chorus::Arrivals::kWindow);
     CHECK(back.begin()->first == 1500 - chorus::Arrivals::kWindow + 1);
     CHECK(back.at(1500) == Approx(1e9 + 3.3 * 1500).margin(0.1));
+}
+
+// The trace holds an operation in 24 bytes: stamps, the number's low bits
+// and a shape shared by operations alike. Every field must come back: past
+// the shapes the writer indexes (65536; more are written whole), across a
+// spill to the unnamed file, and with numbers past 2^32.
+TEST_CASE("the trace writes back every operation's fields", "[unit][observe]") {
+    char dir[] = "/tmp/chorus-trace-test-XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    constexpr uint64_t kOps = 70000, kFirst = (1ull << 32) - 5;
+    static const char* const kAlgos[] = {"ring", "shm_flat"};
+    {
+        chorus::TraceWriter w(dir, 3, 1, 4, 0.0, {});
+        REQUIRE(w.ok());
+        chorus::Labels labels;
+        for (uint64_t i = 0; i < kOps; ++i) {
+            chorus::Record r;
+            r.number = kFirst + i;
+            r.seq = r.number + (i < 10 ? 0 : 7);
+            r.coll = i % 3 ? chorus::coll::Collective::Allreduce : chorus::coll::Collective::Broadcast;
+            r.dtype = CHORUS_FLOAT64;
+            r.op = CHORUS_MAX;
+            r.root = static_cast<int>(i % 4);
+            r.count = i / 2;  // distinct shapes: more than the writer indexes
+            r.bytes = r.count * 8;
+            r.algorithm = kAlgos[i % 2];
+            r.steps = static_cast<uint32_t>(i % 5);
+            r.inline_run = i % 2;
+            r.state = i == 100 ? chorus::RecState::Failed : chorus::RecState::Done;
+            if (i == 100) r.error = "planted";
+            r.begin_tick = 1000 + 10 * i;
+            r.end_tick = r.begin_tick + 5;
+            w.add(r);
+        }
+        chorus::TickScale scale;
+        scale.start();
+        scale.finish();
+        w.close(labels, scale);
+    }
+    const std::string path = std::string(dir) + "/chorus-comm3-rank1.json";
+    std::ifstream in(path);
+    REQUIRE(in.good());
+    auto field = [](const std::string& line, const std::string& name) {
+        const size_t at = line.find("\"" + name + "\":");
+        REQUIRE(at != std::string::npos);
+        size_t from = at + name.size() + 3, to = line.find_first_of(",}", from);
+        std::string v = line.substr(from, to - from);
+        if (!v.empty() && v[0] == '"') v = v.substr(1, v.size() - 2);
+        return v;
+    };
+    std::string line;
+    uint64_t seen = 0, failed = 0;
+    std::vector<bool> got(kOps, false);
+    while (std::getline(in, line)) {
+        if (line.find("\"cat\":\"op\"") == std::string::npos) continue;
+        const uint64_t number = std::stoull(field(line, "number"));
+        REQUIRE(number >= kFirst);
+        REQUIRE(number < kFirst + kOps);
+        const uint64_t i = number - kFirst;
+        REQUIRE_FALSE(got[i]);
+        got[i] = true;
+        ++seen;
+        CHECK(std::stoull(field(line, "seq")) == number + (i < 10 ? 0 : 7));
+        CHECK(field(line, "collective") == (i % 3 ? "allreduce" : "bcast"));
+        CHECK(field(line, "datatype") == "float64");
+        CHECK(field(line, "op") == "max");
+        CHECK(std::stoi(field(line, "root")) == static_cast<int>(i % 4));
+        CHECK(std::stoull(field(line, "count")) == i / 2);
+        CHECK(std::stoull(field(line, "bytes")) == i / 2 * 8);
+        CHECK(field(line, "algorithm") == kAlgos[i % 2]);
+        CHECK(std::stoul(field(line, "steps")) == i % 5);
+        CHECK((line.find(", run inline\"") != std::string::npos) == (i % 2 == 1));
+        if (field(line, "result") != "success") {
+            CHECK(i == 100);
+            CHECK(field(line, "result") == "planted");
+            ++failed;
+        }
+    }
+    CHECK(seen == kOps);
+    CHECK(failed == 1);
+    std::remove(path.c_str());
+    rmdir(dir);
 }

@@ -22,9 +22,12 @@ bool Communicator::run_inline(const coll::CollArgs& args, const void* sendbuf, v
     r.record = observer_.begin_call(r.seq, args, plan.algo->name, true);
     next_seq_ = net::next_operation_seq(next_seq_);
     Buffers b{sendbuf, recvbuf, nullptr, r.slot_op};
+    uint64_t arrival = 0, *arrived = observer_.timing() ? &arrival : nullptr;
     try {
-        r.done = run_in_order(s, *transport_, b, waiter_.inline_polls());
+        r.done = run_in_order(s, *transport_, b, waiter_.inline_polls(), arrived);
+        if (arrived) observer_.arrived(r.record, arrival, args);
     } catch (const Error& e) {
+        if (arrived) observer_.arrived(r.record, arrival, args);
         std::string why = cat(coll::collective_name(args.coll), " #", r.seq, " (", plan.algo->name, ") on rank ",
                               rank(), ": ", e.what());
         tell_peers(e.code(), r.seq, why);

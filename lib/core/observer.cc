@@ -81,8 +81,7 @@ void Observer::created(uint64_t id, bool timing, double offset_us) {
     scale_.start();
 }
 
-void Observer::stamp(Record* r, const coll::CollArgs& args) {
-    const uint64_t now = ticks();
+void Observer::stamp(Record* r, const coll::CollArgs& args, uint64_t now) {
     if (!r) return;
     r->begin_tick = now;
     r->bytes = args.message_bytes();

@@ -46,12 +46,19 @@ public:
 
     // An operation has begun (its record number goes into `op`).
     void begin(Operation& op) { op.record = begin_call(op.seq, op.args, op.algorithm, false); }
-    // A call run in place: its record number.
+    // A call run in place: its record number (its arrival comes with
+    // arrived()).
     uint64_t begin_call(uint64_t seq, const coll::CollArgs& args, const char* algorithm, bool inline_run) {
         if (g_dump_signals.load(std::memory_order_relaxed) != signals_seen_) dump_for_signal();
         Record* r = recorder_.begin(seq, args, algorithm, label_, inline_run);
-        if (timing_) stamp(r, args);
+        if (timing_ && !inline_run) stamp(r, args, ticks());
         return r ? r->number : 0;
+    }
+    // Whether operations are timed (the same on every rank).
+    bool timing() const { return timing_; }
+    // A call run in place arrived at `tick` (0: now).
+    void arrived(uint64_t number, uint64_t tick, const coll::CollArgs& args) {
+        if (timing_) stamp(recorder_.find(number), args, tick ? tick : ticks());
     }
     // An operation has finished or failed.
     void end(const Operation& op);
@@ -78,7 +85,7 @@ public:
     void closing();
 
 private:
-    void stamp(Record* r, const coll::CollArgs& args);
+    void stamp(Record* r, const coll::CollArgs& args, uint64_t tick);
     void ended(Record& r, const Operation* op);
     void dump_for_signal();
     RankReport report() const;

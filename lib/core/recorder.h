@@ -22,7 +22,8 @@ namespace chorus {
 
 enum class RecState : uint8_t { Running, Done, Failed };
 
-struct Record {
+// A record's fields of fixed size (what a trace copies of it).
+struct RecordFields {
     uint64_t number = 0;  // 1, 2, 3, ... in the order operations start (the same on every rank); 0: empty
     uint64_t seq = 0;
     coll::Collective coll = coll::Collective::Allreduce;
@@ -39,6 +40,9 @@ struct Record {
     uint32_t steps = 0;       // of the schedule
     uint64_t begin_tick = 0;  // base/clock.h ticks(); 0 when not timed
     uint64_t end_tick = 0;
+};
+
+struct Record : RecordFields {
     std::string error;  // when failed
 };
 

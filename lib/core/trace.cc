@@ -89,6 +89,9 @@ int step_lane(uint8_t kind) {
 TraceWriter::TraceWriter(const std::string& dir, uint64_t comm, int rank, int size, double offset_us,
                          const std::map<std::string, std::string>& forced)
     : comm_(comm), rank_(rank), forced_(forced) {
+    // Room for a batch from the start: no reallocation on the way of a call.
+    ops_.reserve(kBatch);
+    spans_.reserve(2 * kBatch);
     if (mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
         log(LogLevel::Warn, rank, "CHORUS_TRACE=", dir, ": cannot create the directory (", std::strerror(errno),
             "); no trace");
@@ -124,17 +127,61 @@ TraceWriter::~TraceWriter() {
     close(Labels(), scale);
 }
 
-void TraceWriter::add(const Record& r) {
-    ops_.push_back({r.number, r.seq, r.count, r.bytes, r.begin_tick, r.end_tick, r.algorithm, r.label, r.steps, r.root,
-                    static_cast<uint8_t>(r.coll), static_cast<uint8_t>(r.dtype), static_cast<uint8_t>(r.op),
-                    r.state == RecState::Failed, r.inline_run});
-    if (r.state == RecState::Failed) errors_[r.number] = r.error;
-    if (ops_.size() == kBatch) spill(op_spill_, ops_);
-}
-
 void TraceWriter::add_steps(const std::vector<StepSpan>& spans) {
     spans_.insert(spans_.end(), spans.begin(), spans.end());
     if (spans_.size() >= kBatch) spill(step_spill_, spans_);
+}
+
+uint32_t TraceWriter::find_shape(const ShapeKey& k) {
+    auto it = shape_index_.find(k);
+    uint32_t shape;
+    if (it != shape_index_.end()) {
+        shape = it->second;
+    } else if (shapes_.size() < kMaxShapes) {
+        shape = static_cast<uint32_t>(shapes_.size());
+        shapes_.push_back(k);
+        shape_index_.emplace(k, shape);
+    } else {
+        shape = kInlineShape;
+    }
+    last_key_ = k;
+    last_shape_ = shape;
+    return shape;
+}
+
+void TraceWriter::push_key(const ShapeKey& k) {
+    OpSpan parts[2];
+    std::memcpy(parts, k.data(), sizeof parts);
+    ops_.push_back(parts[0]);
+    ops_.push_back(parts[1]);
+}
+
+RecordFields TraceWriter::unpack(const ShapeKey& k, uint64_t number, const OpSpan& s) {
+    RecordFields r;
+    r.number = number;
+    r.seq = k[0] + number;
+    r.count = k[1];
+    r.bytes = k[2];
+    r.algorithm = reinterpret_cast<const char*>(k[3]);
+    r.label = static_cast<uint32_t>(k[4]);
+    r.steps = static_cast<uint32_t>(k[4] >> 32);
+    r.root = static_cast<int32_t>(static_cast<uint32_t>(k[5]));
+    r.coll = static_cast<coll::Collective>((k[5] >> 32) & 0xff);
+    r.dtype = static_cast<chorus_datatype_t>((k[5] >> 40) & 0xff);
+    r.op = static_cast<chorus_op_t>((k[5] >> 48) & 0xff);
+    r.state = (k[5] >> 56) & 1 ? RecState::Failed : RecState::Done;
+    r.inline_run = (k[5] >> 57) & 1;
+    r.begin_tick = s.begin_tick;
+    r.end_tick = s.end_tick;
+    return r;
+}
+
+void TraceWriter::failed(const Record& r) {
+    errors_[r.number] = r.error;
+}
+
+void TraceWriter::spill_ops() {
+    spill(op_spill_, ops_);
 }
 
 template <typename T>
@@ -160,7 +207,37 @@ void TraceWriter::close(const Labels& labels, const TickScale& scale) {
         for (const T& e : held) write(e);
         held.clear();
     };
-    replay(op_spill_, ops_, [&](const OpEntry& e) { write_op(e, labels, scale); });
+    // Operation numbers from their low 32 bits (operations end nearly in
+    // the order they begin), and each inline key from its two entries.
+    uint64_t last_number = 0;
+    int key_parts = 0;
+    OpSpan pending{}, parts[2];
+    replay(op_spill_, ops_, [&](const OpSpan& e) {
+        if (key_parts > 0) {
+            parts[2 - key_parts--] = e;
+            if (key_parts > 0) return;
+        } else {
+            // The number with these low bits nearest the last one.
+            constexpr uint64_t kHalf = 1ull << 31, kWrap = 1ull << 32;
+            uint64_t n = (last_number & ~(kWrap - 1)) | e.number_low;
+            if (n + kHalf < last_number)
+                n += kWrap;
+            else if (n > last_number + kHalf && n >= kWrap)
+                n -= kWrap;
+            last_number = n;
+            pending = e;
+            if (e.shape == kInlineShape) {
+                key_parts = 2;
+                return;
+            }
+        }
+        ShapeKey k;
+        if (pending.shape == kInlineShape)
+            std::memcpy(k.data(), parts, sizeof parts);
+        else
+            k = shapes_[pending.shape];
+        write_op(unpack(k, last_number, pending), labels, scale);
+    });
     replay(step_spill_, spans_, [&](const StepSpan& s) { write_step(s, scale); });
     op_spill_ = step_spill_ = nullptr;
     // A last event without a trailing comma, then the end of the array.
@@ -169,7 +246,7 @@ void TraceWriter::close(const Labels& labels, const TickScale& scale) {
     file_ = nullptr;
 }
 
-void TraceWriter::write_op(const OpEntry& e, const Labels& labels, const TickScale& scale) {
+void TraceWriter::write_op(const RecordFields& e, const Labels& labels, const TickScale& scale) {
     const int base = static_cast<int>(comm_ * 8);
     const std::string coll = coll::collective_name(static_cast<coll::Collective>(e.coll));
     auto forced = forced_.find(coll);

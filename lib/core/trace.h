@@ -7,13 +7,14 @@
 // are this rank's monotonic clock in microseconds; a metadata event gives
 // the offset to rank 0's clock, estimated at creation, with which
 // tools/chorus-trace merges the ranks. An operation costs two clock reads
-// and a copy of a few words; the JSON is written when the communicator is
-// destroyed, never on the way of a call (a process that dies first leaves
-// only the file's header).
+// and 24 bytes (TraceWriter::add); the JSON is written when the
+// communicator is destroyed, never on the way of a call (a process that
+// dies first leaves only the file's header).
 #pragma once
 
 #include <mpi.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -48,28 +49,59 @@ public:
     TraceWriter& operator=(const TraceWriter&) = delete;
     bool ok() const { return file_ != nullptr; }
 
-    // A finished operation, and its steps' spans: a copy of a few words,
-    // spilled in binary to an unnamed file every kBatch; the JSON is written
-    // at close(), off the way of every call.
-    void add(const Record& r);
+    // A finished operation, and its steps' spans, held in binary and
+    // spilled to an unnamed file every kBatch; the JSON is written at
+    // close(), off the way of every call. An operation takes 24 bytes: its
+    // stamps, its number and the index of its shape (everything else it
+    // records: collective, count, algorithm, ...), which is most often the
+    // previous operation's.
+    void add(const Record& r) {
+        const ShapeKey k = shape_key(r);
+        const uint32_t shape = k == last_key_ ? last_shape_ : find_shape(k);
+        ops_.push_back({r.begin_tick, r.end_tick, static_cast<uint32_t>(r.number), shape});
+        if (shape == kInlineShape) push_key(k);
+        if (r.state == RecState::Failed) failed(r);
+        if (ops_.size() >= kBatch) spill_ops();
+    }
     void add_steps(const std::vector<StepSpan>& spans);
     // Write the JSON (labels by number, stamps converted with `scale`) and
     // close the file.
     void close(const Labels& labels, const TickScale& scale);
 
 private:
-    struct OpEntry {
-        uint64_t number, seq, count, bytes;
+    // An operation's fields but its number and stamps, packed: the sequence
+    // number less the operation number, count, bytes, algorithm (a static
+    // name), label and steps, then root, collective, datatype, op, failed
+    // and inline.
+    using ShapeKey = std::array<uint64_t, 6>;
+    struct OpSpan {
         uint64_t begin_tick, end_tick;
-        const char* algorithm;  // a static name
-        uint32_t label, steps;
-        int32_t root;
-        uint8_t coll, dtype, op, failed, inline_run;
+        uint32_t number_low;  // the operation number's low 32 bits
+        uint32_t shape;       // kInlineShape: the key follows in the next two entries
     };
+    static_assert(sizeof(OpSpan) == 24 && 2 * sizeof(OpSpan) == sizeof(ShapeKey), "OpSpan packing");
     static constexpr size_t kBatch = 4096;
+    static constexpr uint32_t kMaxShapes = 1u << 16, kInlineShape = ~0u;
+    static ShapeKey shape_key(const Record& r) {
+        return {r.seq - r.number,
+                r.count,
+                r.bytes,
+                reinterpret_cast<uintptr_t>(r.algorithm),
+                r.label | static_cast<uint64_t>(r.steps) << 32,
+                static_cast<uint32_t>(r.root) | static_cast<uint64_t>(r.coll) << 32 |
+                    static_cast<uint64_t>(r.dtype) << 40 | static_cast<uint64_t>(r.op) << 48 |
+                    static_cast<uint64_t>(r.state == RecState::Failed) << 56 |
+                    static_cast<uint64_t>(r.inline_run) << 57};
+    }
+    static RecordFields unpack(const ShapeKey& k, uint64_t number, const OpSpan& s);
+    // The index of a shape not the last one (kInlineShape past kMaxShapes).
+    uint32_t find_shape(const ShapeKey& k);
+    void push_key(const ShapeKey& k);
+    void failed(const Record& r);
+    void spill_ops();
     template <typename T>
     void spill(std::FILE*& to, std::vector<T>& from);
-    void write_op(const OpEntry& e, const Labels& labels, const TickScale& scale);
+    void write_op(const RecordFields& e, const Labels& labels, const TickScale& scale);
     void write_step(const StepSpan& s, const TickScale& scale);
 
     std::FILE* file_ = nullptr;
@@ -78,7 +110,11 @@ private:
     uint64_t comm_;
     int rank_;
     std::map<std::string, std::string> forced_;
-    std::vector<OpEntry> ops_;
+    std::vector<OpSpan> ops_;
+    std::vector<ShapeKey> shapes_;
+    std::map<ShapeKey, uint32_t> shape_index_;
+    ShapeKey last_key_{};
+    uint32_t last_shape_ = kInlineShape;
     std::vector<StepSpan> spans_;
     std::map<uint64_t, std::string> errors_;  // of failed operations, by number
 };

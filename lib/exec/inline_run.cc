@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "base/clock.h"
 #include "reduce/host_reducer.h"
 
 namespace chorus {
@@ -26,20 +27,31 @@ char* at(net::Transport& t, const Buffers& b, Region r) {
     return nullptr;
 }
 
-}  // namespace
-
 // The waits below spin on a peer's line: with a core per rank (many polls
 // allowed), a pause between polls leaves the line to the peer that writes
 // it. Ranks that outnumber the cores poll a few times only before the
 // caller yields (Waiter), and a pause would only delay that.
-size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsigned polls) {
+// kTimed: with the arrival stamp (a copy of its own, so that an untimed
+// call tests nothing for it).
+template <bool kTimed>
+size_t run_steps(const Schedule& s, net::Transport& t, const Buffers& b, unsigned polls, uint64_t* arrived) {
     const bool pause = polls >= 1024;
     const auto& steps = s.steps();
+    // The arrival stamp, once: a peer waits for this rank's publish, not for
+    // its clock read.
+    auto stamp = [&arrived] {
+        if (kTimed && arrived) {
+            *arrived = ticks();
+            arrived = nullptr;
+        }
+    };
+    if (kTimed && !s.uses_slots()) stamp();
     for (size_t k = 0; k < steps.size(); ++k) {
         const Step& st = steps[k];
         switch (st.kind) {
             case StepKind::Publish: {
                 for (unsigned i = 0; !t.slot_free(b.slot_op); ++i) {
+                    stamp();
                     if (i == polls) return k;
                     if (pause) relax();
                 }
@@ -48,13 +60,16 @@ size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsi
                     for (const Schedule::SlotPiece& p : s.slot_pieces())
                         std::memcpy(at(t, b, st.dst) + p.offset, at(t, b, p.src), p.bytes);
                 t.publish(b.slot_op);
+                stamp();
                 break;
             }
             case StepKind::Await:
                 for (unsigned i = 0; !t.published(st.peer, b.slot_op); ++i) {
+                    stamp();
                     if (i == polls) return k;
                     if (pause) relax();
                 }
+                stamp();  // a rank that publishes nothing arrives here
                 break;
             case StepKind::Reduce:
                 host_reduce(s.dtype(), s.op(), at(t, b, st.dst), at(t, b, st.src), at(t, b, st.src2), st.count);
@@ -73,7 +88,14 @@ size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsi
         }
     }
     if (s.uses_slots()) t.slot_done(b.slot_op);
+    stamp();
     return steps.size();
+}
+
+}  // namespace
+
+size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsigned polls, uint64_t* arrived) {
+    return arrived ? run_steps<true>(s, t, b, polls, arrived) : run_steps<false>(s, t, b, polls, nullptr);
 }
 
 }  // namespace chorus

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "exec/executor.h"
 #include "exec/schedule.h"
@@ -17,7 +18,11 @@
 namespace chorus {
 
 // The number of steps done (all of them: the schedule has finished, and its
-// slot operation is released).
-size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsigned polls);
+// slot operation is released). With `arrived`, the rank's arrival is stamped
+// there (base/clock.h ticks()) where the stamp delays no peer: right after
+// its contribution is published, or at the first poll that finds it must
+// wait, whichever comes first (at the start for a schedule without slots).
+size_t run_in_order(const Schedule& s, net::Transport& t, const Buffers& b, unsigned polls,
+                    uint64_t* arrived = nullptr);
 
 }  // namespace chorus
