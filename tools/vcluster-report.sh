@@ -58,4 +58,8 @@ for ((k = 1; k <= repeat; k++)); do
     for t in ${two[$c]:-}; do run "$c" "$t" "" "$t"; done
   done
 done
-python3 tools/vcluster_summary.py "$out"
+# The plot needs matplotlib (Debian: python3-matplotlib); a python3 first on
+# PATH may lack it where Debian's has it.
+py=python3
+python3 -c "import matplotlib" 2>/dev/null || { [ -x /usr/bin/python3 ] && py=/usr/bin/python3; }
+"$py" tools/vcluster_summary.py "$out"
