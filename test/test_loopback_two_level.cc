@@ -46,6 +46,7 @@ const Forced kTwoLevel[] = {
     {Collective::Allgatherv, "two_level_leaders", false},
     {Collective::Gather, "two_level", false},
     {Collective::Scatter, "two_level", false},
+    {Collective::Alltoall, "two_level_leaders", false},
     {Collective::Barrier, "two_level", false},
 };
 

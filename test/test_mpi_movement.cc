@@ -140,8 +140,9 @@ TEST_CASE("allgatherv over UCX, every algorithm, against MPI_Allgatherv", "[mpi]
 
 TEST_CASE("alltoall and alltoallv over UCX, every algorithm, against MPI_Alltoall(v)", "[mpi][alltoall]") {
     const int p = world_size(), me = world_rank();
-    for (const char* spec : {"alltoall=pairwise", "alltoall=bruck", "alltoall=shm_flat", "alltoallv=pairwise"}) {
-        const std::string s = spec, coll = s.substr(0, s.find('=')), algo = s.substr(s.find('=') + 1);
+    for (const std::string& s :
+         mpitest::specs({"alltoall=pairwise", "alltoall=bruck", "alltoall=shm_flat", "alltoallv=pairwise"})) {
+        const std::string coll = s.substr(0, s.find('=')), algo = s.substr(s.find('=') + 1);
         const bool v = coll == "alltoallv";
         mpitest::ForcedComm comm(coll, algo);
         REQUIRE(comm.rc == CHORUS_SUCCESS);

@@ -26,11 +26,11 @@ bench="$build/perf/chorus-bench"
 declare -A two=(
   [allreduce]="two_level_rails two_level_leaders" [bcast]=two_level [reduce]=two_level
   [reduce_scatter]="two_level_rails two_level_leaders" [allgather]="two_level_rails two_level_leaders"
-  [allgatherv]=two_level_leaders [gather]=two_level [scatter]=two_level [barrier]=two_level
+  [allgatherv]=two_level_leaders [alltoall]=two_level_leaders [gather]=two_level [scatter]=two_level [barrier]=two_level
 )
 declare -A flat=(
   [allreduce]=ring [bcast]=binomial [reduce]=binomial [reduce_scatter]=ring [allgather]=ring
-  [allgatherv]=ring [gather]=linear [scatter]=linear [barrier]=dissemination
+  [allgatherv]=ring [alltoall]=pairwise [gather]=linear [scatter]=linear [barrier]=dissemination
 )
 colls=(allreduce bcast reduce reduce_scatter allgather allgatherv alltoall alltoallv gather gatherv scatter scatterv
   barrier)

@@ -220,6 +220,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Alltoall, "pairwise", build_pairwise_alltoall, any},
         {Collective::Alltoall, "bruck", build_bruck_alltoall, any},
         {Collective::Alltoall, "shm_flat", build_flat_alltoall, slots},
+        {Collective::Alltoall, "two_level_leaders", build_two_level_leaders_alltoall, two_level},
     };
     // The irregular forms' first algorithm is taken wherever it applies
     // (Selector::choose): their sizes are agreed pair by pair only.

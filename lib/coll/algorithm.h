@@ -197,6 +197,7 @@ std::unique_ptr<Schedule> build_two_level_leaders_reduce_scatter(const CollArgs&
 std::unique_ptr<Schedule> build_two_level_rails_allgather(const CollArgs& args);
 std::unique_ptr<Schedule> build_two_level_leaders_allgather(const CollArgs& args);
 std::unique_ptr<Schedule> build_two_level_gather(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_leaders_alltoall(const CollArgs& args);
 std::unique_ptr<Schedule> build_two_level_scatter(const CollArgs& args);
 std::unique_ptr<Schedule> build_two_level_barrier(const CollArgs& args);
 // Whether the largest message of this size class fits a publish slot, as

@@ -39,6 +39,7 @@ const Algorithm& phase_algorithm(const CollArgs& sa) {
         case Collective::Scatter: name = small ? "binomial" : "linear"; break;
         case Collective::Gatherv:
         case Collective::Scatterv: name = "linear"; break;
+        case Collective::Alltoallv: name = "pairwise"; break;
         case Collective::Barrier: name = "dissemination"; break;
         default: fail(CHORUS_ERR_INTERNAL, "two-level: no phase algorithm for ", collective_name(sa.coll));
     }

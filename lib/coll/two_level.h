@@ -32,7 +32,8 @@ bool two_level_even(const CollArgs& a);
 // bandwidth-bound one (Rabenseifner at a power of two, else the ring;
 // reduce-scatter + gather; scatter + all-gather; the ring reduce-scatter
 // and all-gather; the direct gather and scatter). All-gatherv runs the
-// ring, gatherv and scatterv the direct ones, a barrier dissemination.
+// ring, gatherv and scatterv the direct ones, all-to-allv pairwise, a
+// barrier dissemination.
 constexpr size_t kSmallPhaseBytes = 64 * 1024;
 const Algorithm& phase_algorithm(const CollArgs& sa);
 // Build that algorithm's schedule for `sa` and add it to `c` (Composer::add).
