@@ -89,8 +89,9 @@ int step_lane(uint8_t kind) {
 TraceWriter::TraceWriter(const std::string& dir, uint64_t comm, int rank, int size, double offset_us,
                          const std::map<std::string, std::string>& forced)
     : comm_(comm), rank_(rank), forced_(forced) {
-    // Room for a batch from the start: no reallocation on the way of a call.
-    ops_.reserve(kBatch);
+    // Room for a batch from the start (and an in-line key past its end): no
+    // reallocation on the way of a call.
+    ops_.reserve(kBatch + 2);
     spans_.reserve(2 * kBatch);
     if (mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
         log(LogLevel::Warn, rank, "CHORUS_TRACE=", dir, ": cannot create the directory (", std::strerror(errno),
