@@ -114,22 +114,26 @@ std::vector<int> rank_order(int size) {
     return out;
 }
 
+void append_move(std::vector<Composer::Move>& out, Region dst, Region src, size_t bytes) {
+    if (!bytes) return;
+    if (!out.empty()) {
+        Composer::Move& last = out.back();
+        if (last.src.buf == src.buf && last.dst.buf == dst.buf && last.src.offset + last.bytes == src.offset &&
+            last.dst.offset + last.bytes == dst.offset) {
+            last.bytes += bytes;
+            return;
+        }
+    }
+    out.push_back({dst, src, bytes});
+}
+
 std::vector<Composer::Move> moves(const Staging& from, Region src, const Staging& to, Region dst, size_t esize,
                                   int skip) {
     std::vector<Composer::Move> out;
-    for (int q : to.order) {
-        const size_t n = to.count(q) * esize;
-        if (q == skip || !n) continue;
-        const Region s{src.buf, src.offset + from.at(q) * esize}, d{dst.buf, dst.offset + to.at(q) * esize};
-        if (!out.empty()) {
-            Composer::Move& last = out.back();
-            if (last.src.offset + last.bytes == s.offset && last.dst.offset + last.bytes == d.offset) {
-                last.bytes += n;
-                continue;
-            }
-        }
-        out.push_back({d, s, n});
-    }
+    for (int q : to.order)
+        if (q != skip)
+            append_move(out, {dst.buf, dst.offset + to.at(q) * esize}, {src.buf, src.offset + from.at(q) * esize},
+                        to.count(q) * esize);
     return out;
 }
 

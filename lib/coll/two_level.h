@@ -79,6 +79,10 @@ std::vector<int> host_order(const HostMap& m);
 // Rank order.
 std::vector<int> rank_order(int size);
 
+// Appends the copy of `bytes` from `src` to `dst`, joined to the last copy
+// in `out` where both sides continue it.
+void append_move(std::vector<Composer::Move>& out, Region dst, Region src, size_t bytes);
+
 // The copies that move every block but rank `skip`'s from layout `from`
 // (elements from `src`) to layout `to` (from `dst`), a run of blocks
 // adjacent in both one copy.

@@ -25,30 +25,9 @@
 // ranks (H - 1 a leader instead of size - 1 a rank), for two more moves of
 // the data inside each host and its leader's copies: for small blocks among
 // many ranks a host.
-#include <algorithm>
-
 #include "coll/two_level.h"
 
 namespace chorus::coll {
-
-namespace {
-
-// Appends the copy of `bytes` from `src` to `dst`, joined to the last one
-// where both sides continue it.
-void add_move(std::vector<Composer::Move>& out, Region dst, Region src, size_t bytes) {
-    if (!bytes) return;
-    if (!out.empty()) {
-        Composer::Move& last = out.back();
-        if (last.src.buf == src.buf && last.dst.buf == dst.buf && last.src.offset + last.bytes == src.offset &&
-            last.dst.offset + last.bytes == dst.offset) {
-            last.bytes += bytes;
-            return;
-        }
-    }
-    out.push_back({dst, src, bytes});
-}
-
-}  // namespace
 
 std::unique_ptr<Schedule> build_two_level_leaders_alltoall(const CollArgs& a) {
     Composer c(a);
@@ -84,29 +63,24 @@ std::unique_ptr<Schedule> build_two_level_leaders_alltoall(const CollArgs& a) {
             x.displs.push_back(at);
             // S: from each local source i to each rank j of host h.
             for (size_t i = 0; i < lm; ++i)
-                for (size_t j = 0; j < there.size(); ++j) {
-                    const size_t from = (i * p + static_cast<size_t>(there[j])) * block;
-                    const size_t to = at * es + (i * there.size() + j) * block;
-                    add_move(pack, {Buf::Scratch, s.offset + to}, {Buf::Scratch, g.offset + from}, block);
-                }
-            // R -> T: from each rank i of host h to each local rank j.
-            for (size_t i = 0; i < there.size(); ++i)
-                for (size_t j = 0; j < lm; ++j) {
-                    const size_t from = at * es + (i * lm + j) * block;
-                    const size_t to = (j * p + static_cast<size_t>(there[i])) * block;
-                    add_move(unpack, {Buf::Scratch, g.offset + to}, {Buf::Scratch, r.offset + from}, block);
-                }
+                for (size_t j = 0; j < there.size(); ++j)
+                    append_move(pack, {Buf::Scratch, s.offset + at * es + (i * there.size() + j) * block},
+                                {Buf::Scratch, g.offset + (i * p + static_cast<size_t>(there[j])) * block}, block);
             at += n;
         }
-        // The moves of R -> T in destination order, so that runs join.
-        std::sort(unpack.begin(), unpack.end(),
-                  [](const Composer::Move& l, const Composer::Move& m) { return l.dst.offset < m.dst.offset; });
-        std::vector<Composer::Move> joined;
-        for (const Composer::Move& m : unpack) add_move(joined, m.dst, m.src, m.bytes);
+        // T from R, in T's order: for each local rank j, the block from
+        // each rank q (the i-th of its host) to j.
+        for (size_t j = 0; j < lm; ++j)
+            for (int q = 0; q < a.size; ++q) {
+                const int h = v.map.host_of(q);
+                const size_t i = static_cast<size_t>(v.map.local_index(q));
+                append_move(unpack, {Buf::Scratch, g.offset + (j * p + static_cast<size_t>(q)) * block},
+                            {Buf::Scratch, r.offset + x.displs[h] * es + (i * lm + j) * block}, block);
+            }
         c.copies(pack);
         x.count = x.counts[v.host];
         run_phase(c, 1, x, v.leaders(), s, r);
-        c.copies(joined);
+        c.copies(unpack);
     }
 
     CollArgs sc = c.phase_args(Collective::Scatter, v.local, v.local_size());
