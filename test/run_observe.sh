@@ -48,7 +48,8 @@ case $mode in
     run 3 "$x" CHORUS_LOG=info
     want '^\[chorus info rank 0\] stragglers on comm [0-9]* (3 ranks) over the last 40 operations'
     # The late rank comes first (the last to arrive most often), late by
-    # milliseconds (it sleeps 2 ms; the others are late by noise).
+    # milliseconds (it sleeps 20 ms; the others are late by noise, which on
+    # oversubscribed cores can reach a few milliseconds).
     grep -A1 'stragglers on comm' "$out" | tail -1 |
       grep -q 'rank 1: last to arrive [0-9]* times .*late by median [0-9.]* ms' ||
       fail "rank 1 is not named first as the straggler, late by milliseconds"

@@ -270,10 +270,10 @@ bool Communicator::progress(Operation* target) {
     for (auto& op : ops_) {
         if (op->finished) continue;
         try {
-            if (op->executor->progress()) {
+            if (!op->steps_done) op->steps_done = op->executor->progress();
+            if (op->steps_done && transport_->settled()) {
                 op->finished = true;
                 observer_.end(*op);
-                transport_->settle();
             }
         } catch (const Error& e) {
             fail_op(*op, e.code(), e.what());

@@ -26,6 +26,7 @@ struct Operation {
     // Device copies of host user buffers in a device-side operation.
     void* mirrors[2] = {nullptr, nullptr};  // send, receive
     size_t mirror_bytes = 0;                // of the receive buffer's mirror
+    bool steps_done = false;                // every step done; waits for the transport to settle
     bool finished = false;
     chorus_result_t result = CHORUS_SUCCESS;
     std::string error;
@@ -45,6 +46,7 @@ struct Operation {
         on_device = false;
         mirrors[0] = mirrors[1] = nullptr;
         mirror_bytes = 0;
+        steps_done = false;
         finished = false;
         result = CHORUS_SUCCESS;
         error.clear();

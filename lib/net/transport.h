@@ -35,10 +35,14 @@ public:
     virtual void wait_cancelled() {}
     // Move data; returns true if anything happened.
     virtual bool progress() = 0;
-    // An operation has ended here: do the protocol work a peer may still be
-    // waiting for (a rendezvous acknowledgement), since this rank may now
-    // leave the library for a while (into a blocking MPI call, say).
-    virtual void settle() {}
+    // An operation's steps are all done here; before it may complete, what
+    // this rank still owes its peers must have left: a rendezvous
+    // acknowledgement or data waiting behind a full queue, which only this
+    // rank's progress sends. Once the operation completes, the rank may leave
+    // the library for a long time (into a blocking MPI call that waits for
+    // the very peer that waits for that acknowledgement). Called on every
+    // pass until it returns true; it must not block.
+    virtual bool settled() { return true; }
     // Look for peers that died (called when an operation has been idle a
     // while); their transfers then fail with CHORUS_ERR_PEER_FAILED.
     virtual void check_peers() {}

@@ -103,7 +103,6 @@ Handle ShmTransport::wrap(Handle inner, int peer) {
     Request* r = new_request();
     *r = Request{Request::Kind::Inner, false, peer, 0, nullptr, nullptr, 0, 0, inner};
     ++inner_pending_;
-    inner_used_ = true;
     return r;
 }
 
@@ -141,7 +140,10 @@ bool ShmTransport::put(int peer, Tag tag, const void* buf, size_t bytes, size_t*
 }
 
 Handle ShmTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
-    if (!small(peer, bytes)) return wrap(inner_->send(peer, tag, buf, bytes), peer);
+    if (!small(peer, bytes)) {
+        inner_used_ = true;  // even done at once, its bytes may wait to leave
+        return wrap(inner_->send(peer, tag, buf, bytes), peer);
+    }
     if (dead_ >= 0) peer_failed();
     Peer& p = peers_[peer];
     size_t sent = 0;
@@ -154,7 +156,10 @@ Handle ShmTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
 }
 
 Handle ShmTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
-    if (!small(peer, bytes)) return wrap(inner_->recv(peer, tag, buf, bytes), peer);
+    if (!small(peer, bytes)) {
+        inner_used_ = true;
+        return wrap(inner_->recv(peer, tag, buf, bytes), peer);
+    }
     Peer& p = peers_[peer];
     poll_queue();
     for (auto it = p.unexpected.begin(); it != p.unexpected.end(); ++it) {
@@ -295,6 +300,9 @@ bool ShmTransport::test(Handle handle) {
         }
         if (done) {
             --inner_pending_;
+            // A receive completed here may owe its sender an acknowledgement
+            // (settled() sees to it).
+            inner_used_ = true;
             free_request(r);
         }
         return done;
@@ -348,10 +356,12 @@ void ShmTransport::cancel(Handle handle) {
     free_request(r);
 }
 
-void ShmTransport::settle() {
-    if (!inner_used_) return;
+bool ShmTransport::settled() {
+    // A message through the cells owes nothing once it is in the queue.
+    if (!inner_used_) return true;
+    if (!inner_->settled()) return false;
     inner_used_ = false;
-    inner_->settle();
+    return true;
 }
 
 void ShmTransport::check_peers() {

@@ -62,7 +62,7 @@ public:
     void wait_cancelled() override { inner_->wait_cancelled(); }
     bool progress() override;
     void check_peers() override;
-    void settle() override;
+    bool settled() override;
     int local_ranks() const override { return inner_->local_ranks(); }
     std::vector<int> host_labels() const override { return inner_->host_labels(); }
     bool device_memory() const override { return inner_->device_memory(); }
@@ -146,7 +146,7 @@ private:
     std::vector<Request*> spare_;
     std::list<Message> spare_messages_;  // nodes of taken unexpected messages, for reuse
     size_t inner_pending_ = 0;           // the inner transport's transfers in flight
-    bool inner_used_ = false;            // since the last settle()
+    bool inner_used_ = false;            // since the inner transport last settled
     unsigned calls_ = 0;
 };
 

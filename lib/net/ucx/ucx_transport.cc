@@ -116,6 +116,7 @@ UcxTransport::~UcxTransport() {
         pending.push_back(n.first);
         buffers.push_back(std::move(n.second));
     }
+    for (Flush& f : flushes_) pending.push_back(f.request);
     for (int peer = 0; peer < size_; ++peer) {
         if (!eps_[peer]) continue;
         ucp_request_param_t p{};
@@ -162,6 +163,7 @@ ucp_ep_h UcxTransport::endpoint(int peer) {
     ep.err_handler.cb = &UcxTransport::on_peer_error;
     ep.err_handler.arg = &peer_args_[peer];
     check_ucs(ucp_ep_create(worker_, &ep, &eps_[peer]), cat("ucp_ep_create to rank ", peer).c_str());
+    if (std::find(connected_.begin(), connected_.end(), peer) == connected_.end()) connected_.push_back(peer);
     return eps_[peer];
 }
 
@@ -197,6 +199,10 @@ Handle UcxTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
 
 Handle UcxTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
     check_peer(peer);
+    // An endpoint to the sender too: when UCX pairs it with the one the
+    // sender's connection made here, the rendezvous acknowledgement goes
+    // back on it and settled() flushes it.
+    endpoint(peer);
     // Always a request: UCX 1.13 does not report the length of a receive
     // that completes at once (recv_info), and a short message must be caught.
     ucp_request_param_t p{};
@@ -278,9 +284,32 @@ bool UcxTransport::progress() {
     return ucp_worker_progress(worker_) != 0;
 }
 
-void UcxTransport::settle() {
-    for (int i = 0; i < 64 && ucp_worker_progress(worker_) != 0; ++i) {
+bool UcxTransport::settled() {
+    ucp_worker_progress(worker_);
+    if (flushes_.empty()) {
+        for (int peer : connected_) {
+            if (!eps_[peer] || peer_status_[peer].load(std::memory_order_relaxed)) continue;
+            ucp_request_param_t p{};
+            p.op_attr_mask = 0;
+            ucs_status_ptr_t r = ucp_ep_flush_nbx(eps_[peer], &p);
+            // An error is the peer's failure, which its transfers report.
+            if (UCS_PTR_IS_PTR(r)) flushes_.push_back({r, peer});
+        }
+        if (flushes_.empty()) return true;
+        ucp_worker_progress(worker_);
     }
+    for (size_t i = 0; i < flushes_.size();) {
+        // A failed peer's flush is left to UCX (freed when it ends).
+        if (ucp_request_check_status(flushes_[i].request) == UCS_INPROGRESS &&
+            !peer_status_[flushes_[i].peer].load(std::memory_order_relaxed)) {
+            ++i;
+            continue;
+        }
+        ucp_request_free(flushes_[i].request);
+        flushes_[i] = flushes_.back();
+        flushes_.pop_back();
+    }
+    return flushes_.empty();
 }
 
 void UcxTransport::check_peers() {

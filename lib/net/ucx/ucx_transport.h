@@ -43,7 +43,9 @@ public:
     void cancel(Handle handle) override;
     void wait_cancelled() override;
     bool progress() override;
-    void settle() override;
+    // Flushes every endpoint used so far (UCX sends a pending rendezvous
+    // acknowledgement before a flush behind it completes).
+    bool settled() override;
     // Peers on this host whose process is gone become failed.
     void check_peers() override;
     int local_ranks() const override { return local_ranks_; }
@@ -78,6 +80,12 @@ private:
     std::vector<std::string> addresses_;  // every rank's worker address
     std::vector<int> peer_pid_;           // 0 unless the peer shares this host (net/host.h)
     std::vector<ucp_ep_h> eps_;           // null until first used
+    std::vector<int> connected_;          // the peers whose endpoint exists
+    struct Flush {
+        ucs_status_ptr_t request;
+        int peer;
+    };
+    std::vector<Flush> flushes_;  // endpoint flushes under way (settled())
     std::vector<PeerArg> peer_args_;
     // Set by UCX's error callback when a peer fails (0 = healthy).
     std::vector<std::atomic<int>> peer_status_;
