@@ -199,10 +199,6 @@ Handle UcxTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
 
 Handle UcxTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
     check_peer(peer);
-    // An endpoint to the sender too: when UCX pairs it with the one the
-    // sender's connection made here, the rendezvous acknowledgement goes
-    // back on it and settled() flushes it.
-    endpoint(peer);
     // Always a request: UCX 1.13 does not report the length of a receive
     // that completes at once (recv_info), and a short message must be caught.
     ucp_request_param_t p{};
@@ -288,7 +284,10 @@ bool UcxTransport::settled() {
     ucp_worker_progress(worker_);
     if (flushes_.empty()) {
         for (int peer : connected_) {
-            if (!eps_[peer] || peer_status_[peer].load(std::memory_order_relaxed)) continue;
+            // Peers on this host only: a flush toward another host (TCP) can
+            // wait for that peer's own progress, which a peer gone into MPI
+            // does not make (the rank would then wait for it in turn).
+            if (!eps_[peer] || !peer_pid_[peer] || peer_status_[peer].load(std::memory_order_relaxed)) continue;
             ucp_request_param_t p{};
             p.op_attr_mask = 0;
             ucs_status_ptr_t r = ucp_ep_flush_nbx(eps_[peer], &p);

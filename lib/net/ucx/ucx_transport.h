@@ -43,8 +43,9 @@ public:
     void cancel(Handle handle) override;
     void wait_cancelled() override;
     bool progress() override;
-    // Flushes every endpoint used so far (UCX sends a pending rendezvous
-    // acknowledgement before a flush behind it completes).
+    // Flushes every endpoint used so far to a peer on this host (UCX sends
+    // what waits behind a full shared-memory queue, a rendezvous
+    // acknowledgement say, before a flush behind it completes).
     bool settled() override;
     // Peers on this host whose process is gone become failed.
     void check_peers() override;
