@@ -5,11 +5,15 @@
 // pairs up with its peers' and runs to the end in the cost model's
 // simulation (which fails on a message without its counterpart and on steps
 // that never run), with no two messages between two ranks sharing a tag;
-// the tag budget holds at 4096 hosts of 8 ranks; and the selector takes one
-// where the cost model predicts it fastest, never on a single level.
+// the tag budget holds at 4096 hosts of 8 ranks; the selector takes one
+// where the cost model predicts it fastest, never on a single level; and
+// with cost parameters each phase runs the algorithm the model predicts
+// fastest for its group alone, priced inside a host or between hosts, the
+// same on every rank of the group and from any thread.
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "coll/algorithm.h"
@@ -18,6 +22,7 @@
 #include "coll/selector.h"
 #include "coll/simulation.h"
 #include "coll/topology.h"
+#include "coll/two_level.h"
 
 using namespace chorus;
 using namespace chorus::coll;
@@ -212,4 +217,173 @@ TEST_CASE("the selector takes a two-level algorithm where it is predicted fastes
             }
     }
     REQUIRE(two_level_choices > 0);
+}
+
+namespace {
+
+// A phase's arguments, as Composer::phase_args makes them for a composed
+// schedule of the defaults.
+CollArgs phase_of(Collective c, int rank, int size, size_t bytes, const CostParams* cost) {
+    CollArgs s;
+    s.coll = c;
+    s.rank = rank;
+    s.size = size;
+    s.count = bytes / 4;
+    if (c == Collective::ReduceScatter) s.count = bytes / 4 / static_cast<size_t>(size);
+    s.cost = cost;
+    s.tag_bits = kStepTagBits - kPhaseTagBits;
+    return s;
+}
+
+// An algorithm of messages only: no publish slots, no one-sided steps, one
+// level.
+bool messages_only(const Algorithm& a) {
+    const std::string n = a.name;
+    return n != "shm_flat" && n != "one_sided" && !is_two_level(a);
+}
+
+const Collective kPhaseColls[] = {Collective::Allreduce,     Collective::Broadcast, Collective::Reduce,
+                                  Collective::ReduceScatter, Collective::Allgather, Collective::Allgatherv,
+                                  Collective::Gather,        Collective::Scatter,   Collective::Barrier};
+
+}  // namespace
+
+TEST_CASE("a phase runs the algorithm the cost model predicts fastest for its group and link class",
+          "[unit][two_level]") {
+    const CostParams cost;
+    size_t unlike_fixed = 0;
+    for (PhaseLink link : {PhaseLink::Host, PhaseLink::Hosts})
+        for (int n : {2, 3, 4, 8})
+            for (Collective c : kPhaseColls)
+                for (size_t bytes = 64; bytes <= (size_t(16) << 20); bytes *= 16) {
+                    const CollArgs sa = phase_of(c, 0, n, bytes, &cost);
+                    const Algorithm& chosen = phase_algorithm(sa, link);
+                    CAPTURE(link == PhaseLink::Host ? "host" : "hosts", n, collective_name(c), bytes, chosen.name);
+                    REQUIRE(chosen.coll == c);
+                    REQUIRE(messages_only(chosen));
+                    // The group alone: one host, or each rank on a host of
+                    // its own.
+                    CostParams q = cost;
+                    if (link == PhaseLink::Hosts) {
+                        std::vector<int> labels;
+                        for (int r = 0; r < n; ++r) labels.push_back(r);
+                        q.hosts = std::make_shared<const HostMap>(HostMap::from_labels(labels));
+                    }
+                    Selector sel(q);
+                    CollArgs m = sa;
+                    m.cost = nullptr;
+                    REQUIRE(&chosen == sel.choose(m).algorithm);
+                    // Within the selector's margin of the best prediction at
+                    // the lower end of the message's size class.
+                    const size_t at = Selector::class_floor(Selector::quarter_class(m.message_bytes()));
+                    double best = 0, mine = 0;
+                    for (const auto& [algo, pr] : sel.predictions(m, at)) {
+                        REQUIRE(messages_only(*algo));
+                        if (best == 0 || pr.us < best) best = pr.us;
+                        if (algo == &chosen) mine = pr.us;
+                    }
+                    REQUIRE(mine > 0);
+                    REQUIRE(mine <= best * Selector::kNearBest);
+                    // Without cost parameters: the fixed rule.
+                    m.cost = nullptr;
+                    REQUIRE(&phase_algorithm(m, link) == &fixed_phase_algorithm(m));
+                    unlike_fixed += &chosen != &fixed_phase_algorithm(m);
+                    if (c == Collective::Barrier) break;
+                }
+    REQUIRE(unlike_fixed > 0);
+
+    // 4 hosts of 2 ranks, an all-reduce of 128 KiB by rails: each rail's
+    // all-reduce of a 64 KiB share crosses hosts, where the fixed rule's
+    // recursive doubling moves the whole share every round.
+    const CollArgs rail = phase_of(Collective::Allreduce, 1, 4, 64 * 1024, &cost);
+    REQUIRE(std::string(fixed_phase_algorithm(rail).name) == "recursive_doubling");
+    REQUIRE(std::string(phase_algorithm(rail, PhaseLink::Hosts).name) != "recursive_doubling");
+    // And the rails all-reduce, its phases so chosen (each group priced by
+    // its own link class), is predicted ahead of the flat ring there.
+    CostParams on_hosts = cost;
+    on_hosts.hosts = std::make_shared<const HostMap>(HostMap::from_layout({2, 2, 2, 2}));
+    CollArgs a = args_for(Collective::Allreduce, *on_hosts.hosts, 32 * 1024);
+    a.chunk_bytes = 256 * 1024;
+    a.depth = 16;
+    const double rails = predict(find_algorithm(Collective::Allreduce, "two_level_rails"), a, on_hosts).us;
+    const double ring = predict(find_algorithm(Collective::Allreduce, "ring"), a, on_hosts).us;
+    CAPTURE(rails, ring);
+    REQUIRE(rails < ring);
+
+    // At 32 KiB each rail's 16 KiB share is priced apart by the two link
+    // classes (recursive doubling between hosts, Rabenseifner inside one):
+    // rank 0's messages to other hosts are those of the between-hosts
+    // choice's schedule for its place on the rail (host 0).
+    a.count = 8 * 1024;
+    const CollArgs share = phase_of(Collective::Allreduce, 0, 4, 16 * 1024, &cost);
+    const Algorithm &across = phase_algorithm(share, PhaseLink::Hosts),
+                    &inside = phase_algorithm(share, PhaseLink::Host);
+    REQUIRE(&across != &inside);
+    // Messages of a schedule (on the composed one: only those to other hosts
+    // than host 0, ranks 0 and 1).
+    auto transfers = [](const Schedule& s, bool composed) {
+        size_t n = 0;
+        for (const Step& st : s.steps())
+            if ((st.kind == StepKind::Send || st.kind == StepKind::Recv) && (!composed || st.peer >= 2)) ++n;
+        return n;
+    };
+    a.cost = &on_hosts;
+    const auto composed = find_algorithm(Collective::Allreduce, "two_level_rails").build(a);
+    CAPTURE(across.name, inside.name);
+    REQUIRE(transfers(*across.build(share), false) != transfers(*inside.build(share), false));
+    REQUIRE(transfers(*composed, true) == transfers(*across.build(share), false));
+}
+
+TEST_CASE("every rank of a phase's group chooses alike, whatever its place and however many threads choose",
+          "[unit][two_level]") {
+    CostParams cost;
+    // Parameters no other test uses: the choices are made here, not cached.
+    cost.alpha_us = 1.4375;
+    std::vector<CollArgs> phases;
+    std::vector<PhaseLink> links;
+    for (PhaseLink link : {PhaseLink::Host, PhaseLink::Hosts})
+        for (Collective c : kPhaseColls)
+            for (size_t bytes : {size_t(256), size_t(64) << 10, size_t(4) << 20}) {
+                phases.push_back(phase_of(c, 0, 4, bytes, &cost));
+                links.push_back(link);
+            }
+    // Several threads at once, each from a cold cache.
+    std::vector<std::vector<const Algorithm*>> seen(4);
+    std::vector<std::thread> pool;
+    for (auto& out : seen)
+        pool.emplace_back([&] {
+            for (size_t i = 0; i < phases.size(); ++i) out.push_back(&phase_algorithm(phases[i], links[i]));
+        });
+    for (auto& t : pool) t.join();
+    for (size_t i = 0; i < phases.size(); ++i) {
+        CAPTURE(collective_name(phases[i].coll), phases[i].message_bytes());
+        for (const auto& out : seen) REQUIRE(out[i] == seen[0][i]);
+        // Every rank of the group, in place or not, at any root.
+        for (int r = 0; r < 4; ++r) {
+            CollArgs at = phases[i];
+            at.rank = r;
+            at.root = 3 - r;
+            at.in_place = r % 2;
+            REQUIRE(&phase_algorithm(at, links[i]) == seen[0][i]);
+        }
+    }
+
+    // Every rank's schedule of every two-level algorithm with the model's
+    // phases: they pair up and run to the end (a rank that chose another
+    // algorithm for a phase would leave messages unmatched).
+    for (const HostMap& m : {HostMap::from_layout({2, 2, 2, 2}), HostMap::from_layout({2, 1, 1}),
+                             HostMap::from_labels({0, 1, 2, 0, 1, 2})})
+        for (const Algorithm* algo : two_level_algorithms()) {
+            if (!algo->supports(args_for(algo->coll, m, 1))) continue;
+            for (size_t count : {size_t(5), size_t(3000), size_t(200000)})
+                for (chorus_op_t op : {CHORUS_SUM, CHORUS_AVG}) {
+                    CollArgs a = args_for(algo->coll, m, count);
+                    a.op = op;
+                    a.root = m.ranks() - 1;
+                    a.chunk_bytes = 64 * 1024;
+                    a.cost = &cost;
+                    CAPTURE(m.describe(), collective_name(algo->coll), algo->name, count, op);
+                    check_group(*algo, a);
+                }
+        }
 }

@@ -44,6 +44,7 @@
 namespace chorus::coll {
 
 class HostMap;
+struct CostParams;
 
 enum class Collective {
     Allreduce,
@@ -94,6 +95,11 @@ struct CollArgs {
     // Which ranks share a host (null: one host), as every rank agrees
     // (topology.h); owned by the communicator, or whoever builds.
     const HostMap* hosts = nullptr;
+    // The cost model's parameters (configuration every rank agrees on),
+    // where a schedule is built to run or to be predicted: a two-level
+    // algorithm's phases are then the model's choice (two_level.h); null:
+    // a fixed rule. Owned by whoever builds; other algorithms ignore it.
+    const CostParams* cost = nullptr;
     // The bits of a message's algorithm tag this schedule may use (steps.h's
     // TagSpace); a two-level algorithm builds its phases with fewer.
     uint32_t tag_bits = kStepTagBits;

@@ -64,8 +64,8 @@ public:
     size_t reserve(size_t bytes);
     // The arguments of a phase: collective `c` among `size` ranks, this one
     // the `rank`th; the rest as the composed schedule's (chunk, window,
-    // datatype), with AVG as SUM, fewer tag bits, no slots, no one-sided
-    // steps and no host map.
+    // datatype, cost parameters), with AVG as SUM, fewer tag bits, no
+    // slots, no one-sided steps and no host map.
     CollArgs phase_args(Collective c, int rank, int size) const;
     // Append the phase `sub`, built from `sa` for `group`, its Send at `send`
     // and its Recv at `recv` (a broadcast's or scatter's non-root reads Recv

@@ -70,6 +70,8 @@ std::vector<int> senders_of(const Schedule& s) {
 Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams& params) {
     const int p = args.size;
     CollArgs a = args;
+    // A two-level algorithm's phases are chosen by the model it is priced by.
+    if (!a.cost) a.cost = &params;
     // Every rank's schedule comes from these counts: find the blocks with
     // elements once, not once a rank.
     if (a.coll == Collective::Allgatherv && !a.counts.empty() && !a.held)

@@ -112,15 +112,27 @@ bool Selector::sizes_agreed(Collective c) {
     return c != Collective::Gatherv && c != Collective::Scatterv && c != Collective::Alltoallv;
 }
 
-const Choice& Selector::choose(const CollArgs& args, bool* fresh) {
-    const size_t esize = datatype_size(args.dtype);
+Selector::Key Selector::choice_key(const CollArgs& args) {
     // Where only pairs of ranks agree on sizes, the choice cannot depend on
-    // them: the first algorithm that takes the arguments.
+    // them.
+    const size_t msg = sizes_agreed(args.coll) ? args.message_bytes() : 0;
+    const int avg = args.op == CHORUS_AVG ? 1 : 0;
+    return Key{static_cast<int>(args.coll),
+               args.size,
+               quarter_class(msg),
+               datatype_size(args.dtype),
+               avg,
+               args.slot_bytes,
+               shape_of(args)};
+}
+
+const Choice& Selector::choose(const CollArgs& args, bool* fresh) {
+    // Where only pairs of ranks agree on sizes: the first algorithm that
+    // takes the arguments.
     const bool sized = sizes_agreed(args.coll);
     const size_t msg = sized ? args.message_bytes() : 0;
     const size_t cls = quarter_class(msg);
-    const int avg = args.op == CHORUS_AVG ? 1 : 0;
-    Key key{static_cast<int>(args.coll), args.size, cls, esize, avg, args.slot_bytes, shape_of(args)};
+    const Key key = choice_key(args);
     auto it = cache_.find(key);
     if (fresh) *fresh = it == cache_.end();
     if (it != cache_.end()) return it->second;

@@ -56,6 +56,13 @@ public:
     const Prediction* prediction(const Algorithm& algo, const CollArgs& args, size_t bytes);
     const CostParams& params() const { return params_; }
 
+    // What a choice depends on besides the parameters (and the chunk size,
+    // window and tag bits, fixed for a selector's life): (collective, ranks,
+    // class or bytes, element size, AVG, slot room, all-gatherv's largest
+    // block octave).
+    using Key = std::tuple<int, int, size_t, size_t, int, size_t, int>;
+    static Key choice_key(const CollArgs& args);
+
     // The octave of a message: floor(log2(bytes)), and 0 for 0 bytes.
     static int size_class(size_t bytes);
     // The quarter-octave class of a message, and its lower end.
@@ -69,9 +76,6 @@ public:
 
 private:
     CostParams params_;
-    // (collective, ranks, class or bytes, element size, AVG, slot room,
-    // all-gatherv's largest block octave)
-    using Key = std::tuple<int, int, size_t, size_t, int, size_t, int>;
     std::map<Key, Choice> cache_;
     struct Cached {
         bool declined;

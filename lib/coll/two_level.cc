@@ -1,8 +1,13 @@
 #include "coll/two_level.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
 
 #include "base/error.h"
+#include "coll/selector.h"
 #include "coll/steps.h"
 #include "reduce/datatype.h"
 
@@ -20,7 +25,7 @@ bool two_level_even(const CollArgs& a) {
     return true;
 }
 
-const Algorithm& phase_algorithm(const CollArgs& sa) {
+const Algorithm& fixed_phase_algorithm(const CollArgs& sa) {
     const size_t bytes = sa.message_bytes();
     const bool small = bytes <= kSmallPhaseBytes;
     // A butterfly or tree moves the whole message once a round.
@@ -46,9 +51,106 @@ const Algorithm& phase_algorithm(const CollArgs& sa) {
     return find_algorithm(sa.coll, name);
 }
 
+namespace {
+
+// Everything a phase's choice depends on: every cost parameter but the host
+// map (the link class and the group's size stand for it), the link class,
+// what the selector's choice depends on (Selector::choice_key), and the
+// chunk size, window and tag bits the candidates are built with.
+struct PhaseKey {
+    std::vector<double> params;
+    int link;
+    Selector::Key choice;
+    size_t chunk_bytes;
+    int depth;
+    uint32_t tag_bits;
+    bool operator<(const PhaseKey& o) const {
+        return std::tie(params, link, choice, chunk_bytes, depth, tag_bits) <
+               std::tie(o.params, o.link, o.choice, o.chunk_bytes, o.depth, o.tag_bits);
+    }
+};
+
+std::vector<double> numbers(const CostParams& p) {
+    return {p.alpha_us,
+            p.rendezvous_us,
+            p.overhead_us,
+            static_cast<double>(p.eager_bytes),
+            p.bandwidth_gbs,
+            p.net_alpha_us,
+            p.net_gbs,
+            p.reduce_gbs,
+            p.copy_gbs,
+            p.all_local ? 1.0 : 0.0,
+            p.local_alpha_us,
+            p.slot_us,
+            p.get_gbs,
+            p.get_us,
+            p.get_reduce_gbs,
+            static_cast<double>(p.max_simulated_steps),
+            p.use_symmetry ? 1.0 : 0.0};
+}
+
+// The phases' choices, shared by every communicator and every thread (the
+// cost model's workers): a few per collective and size class.
+struct PhaseChoices {
+    std::mutex mu;
+    std::map<PhaseKey, const Algorithm*> chosen;
+};
+PhaseChoices& phase_choices() {
+    static PhaseChoices c;
+    return c;
+}
+
+}  // namespace
+
+CostParams phase_params(const CostParams& p, PhaseLink link, int size) {
+    CostParams out = p;
+    // A phase is one part of a prediction: a smaller simulation budget
+    // (beyond it, a sample of the group's ranks) keeps the choice for a
+    // group of thousands from costing as much as the whole prediction.
+    out.max_simulated_steps = std::max<size_t>(1, p.max_simulated_steps / kPhaseBudgetShare);
+    if (link == PhaseLink::Host) {
+        out.hosts.reset();
+        return out;
+    }
+    out.all_local = false;
+    out.hosts = std::make_shared<const HostMap>(HostMap::from_layout(std::vector<int>(static_cast<size_t>(size), 1)));
+    return out;
+}
+
+const Algorithm& phase_algorithm(const CollArgs& sa, PhaseLink link) {
+    if (!sa.cost || sa.size <= 1) return fixed_phase_algorithm(sa);
+    // Composer::phase_args leaves these off: the group shares no publish
+    // slots, exposes no memory and has one link class.
+    if (sa.hosts || sa.slot_bytes || sa.one_sided)
+        fail(CHORUS_ERR_INTERNAL, "two-level: a phase with slots, one-sided steps or a host map");
+    const PhaseKey key{numbers(*sa.cost), static_cast<int>(link), Selector::choice_key(sa), sa.chunk_bytes, sa.depth,
+                       sa.tag_bits};
+    PhaseChoices& cache = phase_choices();
+    {
+        std::lock_guard<std::mutex> lock(cache.mu);
+        auto it = cache.chosen.find(key);
+        if (it != cache.chosen.end()) return *it->second;
+    }
+    // Chosen outside the lock, so that other threads' phases go on; the
+    // choice is a function of the key, so two threads that both make it
+    // make the same.
+    CollArgs m = sa;
+    m.cost = nullptr;
+    m.rank = 0;
+    Selector selector(phase_params(*sa.cost, link, sa.size));
+    const Algorithm* algo = selector.choose(m).algorithm;
+    std::lock_guard<std::mutex> lock(cache.mu);
+    return *cache.chosen.emplace(key, algo).first->second;
+}
+
 void run_phase(Composer& c, uint32_t tag_phase, const CollArgs& sa, const std::vector<int>& group, Place send,
                Place recv) {
-    c.add(tag_phase, *phase_algorithm(sa).build(sa), sa, group, send, recv);
+    // Every group is a host's ranks or one rank a host.
+    const HostMap* m = c.args().hosts;
+    const PhaseLink link =
+        m && group.size() > 1 && !m->same_host(group[0], group[1]) ? PhaseLink::Hosts : PhaseLink::Host;
+    c.add(tag_phase, *phase_algorithm(sa, link).build(sa), sa, group, send, recv);
 }
 
 HostView::HostView(const CollArgs& a)

@@ -13,6 +13,7 @@
 
 #include "coll/algorithm.h"
 #include "coll/compose.h"
+#include "coll/cost_model.h"
 #include "coll/topology.h"
 
 namespace chorus::coll {
@@ -23,8 +24,24 @@ bool two_level_applies(const CollArgs& a);
 // And every host has the same number of ranks (the rails forms).
 bool two_level_even(const CollArgs& a);
 
-// The algorithm a phase runs, from the phase's arguments (so every rank of
-// its group picks the same): the latency-bound one (recursive doubling,
+// The link class of a phase's group: a host's ranks, or one rank a host (a
+// rail, the leaders, the representatives).
+enum class PhaseLink { Host, Hosts };
+
+// The algorithm a phase runs, from the phase's arguments and its group's
+// link class only (so every rank of its group picks the same). With cost
+// parameters (sa.cost), the cost model's choice (Selector::choose) among
+// the algorithms that take the phase's arguments (no slots, no one-sided
+// steps, no host map: never shm_flat, one_sided or a two-level one), for
+// the group alone, priced by phase_params; cached process-wide, per
+// parameters, link class and everything the choice depends on. Without
+// them, fixed_phase_algorithm.
+const Algorithm& phase_algorithm(const CollArgs& sa, PhaseLink link);
+// The parameters a phase's group is priced with: inside a host, one host;
+// one rank a host, every pair of its `size` ranks between hosts.
+constexpr size_t kPhaseBudgetShare = 16;  // of max_simulated_steps, a phase's
+CostParams phase_params(const CostParams& p, PhaseLink link, int size);
+// The fixed rule, by size: the latency-bound algorithm (recursive doubling,
 // binomial trees: while the message times their ceil(log2 size) rounds is
 // at most 2 kSmallPhaseBytes, as they move it whole each round; halving,
 // Bruck, binomial gather and scatter: for at most kSmallPhaseBytes a rank,
@@ -35,8 +52,9 @@ bool two_level_even(const CollArgs& a);
 // ring, gatherv and scatterv the direct ones, all-to-allv pairwise, a
 // barrier dissemination.
 constexpr size_t kSmallPhaseBytes = 64 * 1024;
-const Algorithm& phase_algorithm(const CollArgs& sa);
-// Build that algorithm's schedule for `sa` and add it to `c` (Composer::add).
+const Algorithm& fixed_phase_algorithm(const CollArgs& sa);
+// Build the algorithm of the phase for `group` (ranks of the composed
+// schedule: its link class is theirs) and add it to `c` (Composer::add).
 void run_phase(Composer& c, uint32_t tag_phase, const CollArgs& sa, const std::vector<int>& group, Place send,
                Place recv);
 

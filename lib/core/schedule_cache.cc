@@ -77,7 +77,10 @@ std::shared_ptr<const Schedule> ScheduleCache::schedule(const coll::CollArgs& a,
             a.counts, a.displs, a.send_counts, a.send_displs};
     auto it = schedules_.find(key);
     if (it != schedules_.end()) return it->second;
-    std::shared_ptr<const Schedule> s = algo.build(a);
+    // A two-level algorithm's phases are the cost model's choice too.
+    coll::CollArgs b = a;
+    b.cost = &selector_.params();
+    std::shared_ptr<const Schedule> s = algo.build(b);
     if (schedules_.size() >= kMaxCachedSchedules) schedules_.clear();
     schedules_.emplace(std::move(key), s);
     return s;
