@@ -129,14 +129,11 @@ Selector::Key Selector::choice_key(const CollArgs& args) {
 const Choice& Selector::choose(const CollArgs& args, bool* fresh) {
     // Where only pairs of ranks agree on sizes: the first algorithm that
     // takes the arguments.
-    const bool sized = sizes_agreed(args.coll);
-    const size_t msg = sized ? args.message_bytes() : 0;
-    const size_t cls = quarter_class(msg);
     const Key key = choice_key(args);
     auto it = cache_.find(key);
     if (fresh) *fresh = it == cache_.end();
     if (it != cache_.end()) return it->second;
-    if (!sized) {
+    if (!sizes_agreed(args.coll)) {
         Choice choice;
         for (const Algorithm& a : algorithms_for(args.coll))
             if (!a.supports || a.supports(args)) {
@@ -150,6 +147,8 @@ const Choice& Selector::choose(const CollArgs& args, bool* fresh) {
     }
 
     // The class's two ends (one point for empty messages).
+    const size_t msg = args.message_bytes();
+    const size_t cls = std::get<2>(key);
     const size_t lo = msg ? class_floor(cls) : 0;
     const size_t hi = msg && cls / 4 < 62 ? class_floor(cls + 1) : lo;
     const Predictions at_lo = predictions(args, lo);
