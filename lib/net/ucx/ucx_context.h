@@ -2,7 +2,7 @@
 // communicator has its own worker, and the workers of different
 // communicators may be driven by different threads (the context is created
 // with shared-worker locking). Created on first use, destroyed with the last
-// communicator.
+// communicator and the last worker kept idle (at MPI_Finalize, if any was).
 #pragma once
 
 #include <ucp/api/ucp.h>

@@ -12,12 +12,18 @@ struct Retired {
     ucp_worker_h worker;
     std::vector<ucs_status_ptr_t> requests;
     std::vector<std::unique_ptr<std::string>> buffers;
+    std::vector<KeptEndpoint> eps;
     std::shared_ptr<UcxContext> context;
 };
 
 std::mutex g_mutex;
 std::atomic<int> g_finalizing_ms{0};
 std::vector<Retired>* g_retired = new std::vector<Retired>;  // never destroyed: used at exit
+struct Idle {
+    IdleWorker w;
+    std::shared_ptr<UcxContext> context;
+};
+std::vector<Idle>* g_idle = new std::vector<Idle>;  // likewise
 
 // Free the requests that have ended; true when none is left.
 bool settled(Retired& r) {
@@ -59,9 +65,11 @@ void sweep(unsigned rounds) {
 }  // namespace
 
 void retire_worker(ucp_worker_h worker, std::vector<ucs_status_ptr_t> requests,
-                   std::vector<std::unique_ptr<std::string>> buffers, std::shared_ptr<UcxContext> context) {
+                   std::vector<std::unique_ptr<std::string>> buffers, std::vector<KeptEndpoint> eps,
+                   std::shared_ptr<UcxContext> context) {
+    for (KeptEndpoint& e : eps) e.link->target = nullptr;
     std::lock_guard<std::mutex> lock(g_mutex);
-    g_retired->push_back({worker, std::move(requests), std::move(buffers), std::move(context)});
+    g_retired->push_back({worker, std::move(requests), std::move(buffers), std::move(eps), std::move(context)});
 }
 
 void progress_retired() {
@@ -82,6 +90,32 @@ void drain_retired(int ms) {
     while (!g_retired->empty() && std::chrono::steady_clock::now() < deadline) sweep(64);
     for (Retired& r : *g_retired) destroy(r);
     g_retired->clear();
+    for (Idle& i : *g_idle) ucp_worker_destroy(i.w.worker);
+    g_idle->clear();
+}
+
+void keep_idle_worker(IdleWorker w, std::shared_ptr<UcxContext> context) {
+    for (KeptEndpoint& e : w.eps) e.link->target = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        if (g_finalizing_ms.load() == 0 && g_idle->size() < kIdleWorkers) {
+            g_idle->push_back({std::move(w), std::move(context)});
+            return;
+        }
+    }
+    // The worker destroys its endpoints (their links outlive it).
+    ucp_worker_destroy(w.worker);
+}
+
+IdleWorker take_idle_worker(const std::shared_ptr<UcxContext>& context) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (size_t i = g_idle->size(); i-- > 0;) {
+        if ((*g_idle)[i].context != context) continue;
+        IdleWorker w = std::move((*g_idle)[i].w);
+        g_idle->erase(g_idle->begin() + static_cast<std::ptrdiff_t>(i));
+        return w;
+    }
+    return {};
 }
 
 }  // namespace chorus::net

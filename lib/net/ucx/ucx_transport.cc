@@ -40,36 +40,49 @@ constexpr int kSettleMs = 20;
 // How long an abandoned send may take to end (see wait_cancelled).
 constexpr int kCancelSendMs = 200;
 
-// Notices: from any source (the mask leaves out the source bits).
-constexpr Tag kNoticeTag = kNoticeSeq << kTagStepBits;
+// Notices: from any source (the mask leaves out the source bits), of this
+// communicator's epoch (in the step field).
 constexpr Tag kNoticeMask = (Tag(1) << (kTagSeqBits + kTagStepBits)) - 1;
+constexpr uint32_t kMaxNoticeEpoch = (uint32_t(1) << kTagStepBits) - 1;
+// How far the sequence numbers of consecutive epochs are rotated apart: the
+// range over the golden ratio, so that the rotations of epochs near each
+// other stay far apart (epochs k apart, k up to 2000: at least 9048 / k).
+constexpr Tag kEpochSeqStride = 40503;
 
 }  // namespace
 
 void UcxTransport::on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
-    auto* pa = static_cast<PeerArg*>(arg);
-    pa->self->peer_status_[pa->peer].store(static_cast<int>(status));
+    auto* link = static_cast<EpLink*>(arg);
+    link->status.store(static_cast<int>(status));
+    if (link->target) link->target->store(static_cast<int>(status));
 }
 
 UcxTransport::UcxTransport(Bootstrap& boot, bool peer_errors)
     : rank_(boot.rank()), size_(boot.size()), peer_errors_(peer_errors) {
     progress_retired();
-    // Each rank's blob: pid, host identity, then its worker address.
+    // Each rank's blob: pid, its worker's last epoch, host identity, then
+    // its worker address.
     std::vector<std::string> blobs;
     try {
         blobs = allgather_agreed(boot, [&] {
             if (size_ > kMaxRanks)
                 fail(CHORUS_ERR_UNSUPPORTED, "communicator of ", size_, " ranks: at most ", kMaxRanks);
             context_ = UcxContext::get();
-            ucp_worker_params_t wparams{};
-            wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-            wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
-            check_ucs(ucp_worker_create(context_->handle(), &wparams, &worker_), "ucp_worker_create");
+            IdleWorker idle = take_idle_worker(context_);
+            worker_ = idle.worker;
+            kept_ = std::move(idle.eps);
+            if (!worker_) {
+                ucp_worker_params_t wparams{};
+                wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+                wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+                check_ucs(ucp_worker_create(context_->handle(), &wparams, &worker_), "ucp_worker_create");
+            }
             ucp_address_t* addr = nullptr;
             size_t addr_len = 0;
             check_ucs(ucp_worker_get_address(worker_, &addr, &addr_len), "ucp_worker_get_address");
             int pid = static_cast<int>(getpid());
             std::string mine(reinterpret_cast<const char*>(&pid), sizeof pid);
+            mine.append(reinterpret_cast<const char*>(&idle.epoch), sizeof idle.epoch);
             mine += host_identity() + '\0';
             mine.append(reinterpret_cast<const char*>(addr), addr_len);
             ucp_worker_release_address(worker_, addr);
@@ -83,22 +96,44 @@ UcxTransport::UcxTransport(Bootstrap& boot, bool peer_errors)
     addresses_.resize(size_);
     host_labels_.resize(size_);
     std::map<std::string, int> host_first;  // host identity -> its lowest rank
+    constexpr size_t kHost = sizeof(int) + sizeof(uint32_t);
     for (int r = 0; r < size_; ++r) {
         const std::string& b = blobs[r];
-        size_t end = b.find('\0', sizeof(int));
-        host_labels_[r] = host_first.emplace(b.substr(sizeof(int), end - sizeof(int)), r).first->second;
+        uint32_t last = 0;
+        std::memcpy(&last, b.data() + sizeof(int), sizeof last);
+        epoch_ = std::max(epoch_, last);
+        size_t end = b.find('\0', kHost);
+        host_labels_[r] = host_first.emplace(b.substr(kHost, end - kHost), r).first->second;
         // Only a peer on this host can be checked for life by its pid.
-        if (b.compare(sizeof(int), end - sizeof(int), host_identity()) == 0) {
+        if (b.compare(kHost, end - kHost, host_identity()) == 0) {
             std::memcpy(&peer_pid_[r], b.data(), sizeof(int));
             local_ranks_ += r != rank_;
         }
         addresses_[r] = b.substr(end + 1);
     }
+    // Above every epoch these workers served (within a notice tag's step
+    // field); the shift is 0 for the first communicator of fresh workers.
+    epoch_ = (epoch_ + 1) & kMaxNoticeEpoch;
+    seq_shift_ = (Tag(epoch_ - 1) * kEpochSeqStride) % kNoticeSeq;
     peer_pid_[rank_] = 0;
     eps_.assign(size_, nullptr);
     peer_status_ = std::vector<std::atomic<int>>(size_);
-    peer_args_.resize(size_);
-    for (int i = 0; i < size_; ++i) peer_args_[i] = {this, i};
+    // The endpoints an earlier communicator left: failed ones are closed.
+    kept_of_.assign(size_, -1);
+    for (size_t i = 0; i < kept_.size();) {
+        if (kept_[i].link->status.load()) {
+            ucp_request_param_t p{};
+            p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+            p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+            ucs_status_ptr_t r = ucp_ep_close_nbx(kept_[i].ep, &p);
+            if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);
+            kept_[i] = std::move(kept_.back());
+            kept_.pop_back();
+            continue;
+        }
+        kept_index_.emplace(kept_[i].address, i);
+        ++i;
+    }
     notice_in_ = std::make_unique<std::string>(kMaxNotice, '\0');
     post_notice_recv();
 }
@@ -117,20 +152,31 @@ UcxTransport::~UcxTransport() {
         buffers.push_back(std::move(n.second));
     }
     for (Flush& f : flushes_) pending.push_back(f.request);
-    for (int peer = 0; peer < size_; ++peer) {
-        if (!eps_[peer]) continue;
+    int final_ms = 0;
+    const bool done = finalizing(&final_ms);
+    // A worker that may serve again keeps its endpoints open (flushing those
+    // used here); otherwise every endpoint closes, in flush mode but to a
+    // failed peer.
+    const bool keep = !done && clean();
+    for (int peer : connected_) {
+        if (!eps_[peer] || !keep) continue;
+        ucp_request_param_t p{};
+        p.op_attr_mask = 0;
+        ucs_status_ptr_t r = ucp_ep_flush_nbx(eps_[peer], &p);
+        if (UCS_PTR_IS_PTR(r)) pending.push_back(r);
+    }
+    for (KeptEndpoint& e : kept_) {
+        if (!e.ep || keep) continue;
         ucp_request_param_t p{};
         p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        // A failed peer cannot take part in a flush.
-        p.flags = peer_status_[peer].load() ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-        ucs_status_ptr_t r = ucp_ep_close_nbx(eps_[peer], &p);
+        p.flags = e.link->status.load() ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+        ucs_status_ptr_t r = ucp_ep_close_nbx(e.ep, &p);
+        e.ep = nullptr;
         if (UCS_PTR_IS_PTR(r)) pending.push_back(r);
     }
     // Usually everything has ended after a few rounds (shared memory, or a
     // peer that is progressing too); otherwise it goes on in the background.
-    int final_ms = 0;
-    auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(finalizing(&final_ms) ? final_ms : kSettleMs);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(done ? final_ms : kSettleMs);
     while (!pending.empty()) {
         ucp_worker_progress(worker_);
         for (size_t i = 0; i < pending.size();) {
@@ -144,25 +190,63 @@ UcxTransport::~UcxTransport() {
         }
         if (std::chrono::steady_clock::now() > deadline) break;
     }
-    if (pending.empty())
+    // A message that no receive took (a peer ran an operation this rank did
+    // not) would wait in the worker for the next communicator.
+    ucp_tag_recv_info_t info{};
+    if (!pending.empty()) {
+        retire_worker(worker_, std::move(pending), std::move(buffers), std::move(kept_), context_);
+    } else if (keep && ucp_tag_probe_nb(worker_, 0, 0, 0, &info) == nullptr) {
+        IdleWorker w;
+        w.worker = worker_;
+        w.epoch = epoch_;
+        for (KeptEndpoint& e : kept_)
+            if (e.ep) w.eps.push_back(std::move(e));
+        keep_idle_worker(std::move(w), context_);
+    } else {
+        // Destroys the endpoints still open; their links go after it.
         ucp_worker_destroy(worker_);
-    else
-        retire_worker(worker_, std::move(pending), std::move(buffers), context_);
+    }
     progress_retired();
+}
+
+bool UcxTransport::clean() const {
+    if (!clean_) return false;
+    for (int peer = 0; peer < size_; ++peer)
+        if (peer_status_[peer].load()) return false;
+    return true;
 }
 
 ucp_ep_h UcxTransport::endpoint(int peer) {
     if (eps_[peer]) return eps_[peer];
-    ucp_ep_params_t ep{};
-    ep.field_mask =
-        UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
-    ep.address = reinterpret_cast<const ucp_address_t*>(addresses_[peer].data());
-    // Peer error handling: a peer that dies becomes an error on its
-    // endpoint (UCX keepalive) instead of a hang.
-    ep.err_mode = peer_errors_ ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
-    ep.err_handler.cb = &UcxTransport::on_peer_error;
-    ep.err_handler.arg = &peer_args_[peer];
-    check_ucs(ucp_ep_create(worker_, &ep, &eps_[peer]), cat("ucp_ep_create to rank ", peer).c_str());
+    auto it = kept_index_.find(addresses_[peer]);
+    if (it != kept_index_.end() && kept_[it->second].ep && kept_[it->second].peer_errors == peer_errors_ &&
+        !kept_[it->second].link->status.load()) {
+        // An earlier communicator's endpoint to this worker.
+        KeptEndpoint& e = kept_[it->second];
+        e.link->target = &peer_status_[peer];
+        kept_of_[peer] = static_cast<int>(it->second);
+        eps_[peer] = e.ep;
+    } else {
+        KeptEndpoint e;
+        e.address = addresses_[peer];
+        e.peer_errors = peer_errors_;
+        e.link = std::make_unique<EpLink>();
+        e.link->target = &peer_status_[peer];
+        ucp_ep_params_t ep{};
+        ep.field_mask =
+            UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        ep.address = reinterpret_cast<const ucp_address_t*>(addresses_[peer].data());
+        // Peer error handling: a peer that dies becomes an error on its
+        // endpoint (UCX keepalive) instead of a hang.
+        ep.err_mode = peer_errors_ ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+        ep.err_handler.cb = &UcxTransport::on_peer_error;
+        ep.err_handler.arg = e.link.get();
+        check_ucs(ucp_ep_create(worker_, &ep, &e.ep), cat("ucp_ep_create to rank ", peer).c_str());
+        eps_[peer] = e.ep;
+        kept_of_[peer] = static_cast<int>(kept_.size());
+        kept_index_[e.address] = kept_.size();
+        kept_.push_back(std::move(e));
+    }
     if (std::find(connected_.begin(), connected_.end(), peer) == connected_.end()) connected_.push_back(peer);
     return eps_[peer];
 }
@@ -190,7 +274,7 @@ Handle UcxTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
     check_peer(peer);
     ucp_request_param_t p{};
     p.op_attr_mask = 0;
-    ucs_status_ptr_t r = ucp_tag_send_nbx(endpoint(peer), buf, bytes, tag, &p);
+    ucs_status_ptr_t r = ucp_tag_send_nbx(endpoint(peer), buf, bytes, wire(tag), &p);
     if (r == nullptr) return nullptr;
     if (UCS_PTR_IS_ERR(r)) check_ucs(UCS_PTR_STATUS(r), cat("send to rank ", peer).c_str());
     *pending_of(r) = {peer, false, bytes};
@@ -203,7 +287,7 @@ Handle UcxTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
     // that completes at once (recv_info), and a short message must be caught.
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, buf, bytes, tag, ~Tag(0), &p);
+    ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, buf, bytes, wire(tag), ~Tag(0), &p);
     if (UCS_PTR_IS_ERR(r)) check_ucs(UCS_PTR_STATUS(r), cat("receive from rank ", peer).c_str());
     *pending_of(r) = {peer, true, bytes};
     return r;
@@ -239,6 +323,7 @@ bool UcxTransport::test(Handle handle) {
 
 void UcxTransport::cancel(Handle handle) {
     if (!handle) return;
+    clean_ = false;
     if (ucp_request_check_status(handle) != UCS_INPROGRESS) {
         ucp_request_free(handle);
         return;
@@ -255,6 +340,8 @@ void UcxTransport::cancel(Handle handle) {
         rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
         ucs_status_ptr_t r = ucp_ep_close_nbx(eps_[p.peer], &rp);
         eps_[p.peer] = nullptr;
+        kept_[static_cast<size_t>(kept_of_[p.peer])].ep = nullptr;
+        kept_of_[p.peer] = -1;
         if (UCS_PTR_IS_PTR(r)) cancelled_.push_back({r, p.peer, false});
     }
     cancelled_.push_back({handle, p.peer, p.is_recv});
@@ -321,18 +408,20 @@ void UcxTransport::check_peers() {
 void UcxTransport::post_notice_recv() {
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, notice_in_->data(), notice_in_->size(), kNoticeTag, kNoticeMask, &p);
+    ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, notice_in_->data(), notice_in_->size(),
+                                          (kNoticeSeq << kTagStepBits) | epoch_, kNoticeMask, &p);
     notice_recv_ = UCS_PTR_IS_ERR(r) ? nullptr : r;
 }
 
 void UcxTransport::notify(int peer, const std::string& notice) {
     if (peer == rank_ || peer_status_[peer].load()) return;
+    clean_ = false;
     try {
         auto text = std::make_unique<std::string>(notice.substr(0, kMaxNotice));
         ucp_request_param_t p{};
         p.op_attr_mask = 0;
         ucs_status_ptr_t r =
-            ucp_tag_send_nbx(endpoint(peer), text->data(), text->size(), make_tag(rank_, kNoticeSeq, 0), &p);
+            ucp_tag_send_nbx(endpoint(peer), text->data(), text->size(), make_tag(rank_, kNoticeSeq, epoch_), &p);
         if (UCS_PTR_IS_PTR(r)) notices_out_.emplace_back(r, std::move(text));
     } catch (...) {
         // A notice that cannot be sent is dropped: the peer learns of the
@@ -367,6 +456,7 @@ bool UcxTransport::poll_notice(int* source, std::string* notice) {
     notice_recv_ = nullptr;
     bool got = st == UCS_OK;
     if (got) {
+        clean_ = false;
         *source = static_cast<int>(info.sender_tag >> (kTagSeqBits + kTagStepBits));
         notice->assign(notice_in_->data(), info.length);
     }

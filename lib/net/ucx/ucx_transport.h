@@ -2,10 +2,18 @@
 // communicator (shared memory and CMA inside a node; InfiniBand, RoCE or TCP
 // across nodes, as UCX selects). The process's UCX context is shared by
 // every communicator; each communicator has its own single-threaded worker,
-// whose address every rank learns at creation. Endpoints are created on
-// first use, so a communicator whose ranks talk to few peers connects to
-// few. Teardown is local: it flushes and closes this rank's endpoints and
-// never waits for a peer to take part.
+// whose address every rank learns at creation: an idle one that an earlier
+// communicator left cleanly, or a new one (net/ucx/ucx_retired.h).
+// Endpoints are created on first use, so a communicator whose ranks talk to
+// few peers connects to few. Teardown is local: it flushes and closes this
+// rank's endpoints and never waits for a peer to take part.
+//
+// Epochs keep a reused worker's communicators apart: a communicator's epoch
+// is above that of every communicator its ranks' workers served before.
+// Notices carry it in their tag (a notice of another epoch never matches),
+// and operation messages have their tag's sequence number rotated by an
+// amount that changes with it, so a message left over from an earlier
+// communicator does not meet an operation of the same number.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -13,11 +21,13 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "net/bootstrap.h"
 #include "net/transport.h"
 #include "net/ucx/ucx_context.h"
+#include "net/ucx/ucx_retired.h"
 
 namespace chorus::net {
 
@@ -59,6 +69,17 @@ public:
 
 private:
     ucp_ep_h endpoint(int peer);
+    // The tag on the wire: the sequence number rotated by this epoch's shift.
+    Tag wire(Tag tag) const {
+        constexpr Tag kSeqField = kNoticeSeq << kTagStepBits;
+        Tag seq = ((tag & kSeqField) >> kTagStepBits) + seq_shift_;
+        if (seq >= kNoticeSeq) seq -= kNoticeSeq;  // never the notices' number
+        return (tag & ~kSeqField) | (seq << kTagStepBits);
+    }
+    // Whether nothing was cancelled, no notice went either way and no peer
+    // failed: the worker may then serve another communicator (ucx_retired.h),
+    // if no message waits in it unmatched.
+    bool clean() const;
     void post_notice_recv();
     void reap_notices();
     // Drive `request` to completion (progressing the worker) for at most
@@ -67,10 +88,6 @@ private:
     void check_peer(int peer) const;
     static void on_peer_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
-    struct PeerArg {
-        UcxTransport* self;
-        int peer;
-    };
     int rank_ = 0;
     int size_ = 0;
     bool peer_errors_ = false;
@@ -78,6 +95,11 @@ private:
     std::vector<int> host_labels_;  // by rank: the lowest rank on its host
     std::shared_ptr<UcxContext> context_;
     ucp_worker_h worker_ = nullptr;
+    uint32_t epoch_ = 0;  // this communicator's
+    Tag seq_shift_ = 0;   // below kNoticeSeq
+    // Nothing was cancelled and no notice went either way: the worker may
+    // serve the next communicator.
+    bool clean_ = true;
     std::vector<std::string> addresses_;  // every rank's worker address
     std::vector<int> peer_pid_;           // 0 unless the peer shares this host (net/host.h)
     std::vector<ucp_ep_h> eps_;           // null until first used
@@ -87,7 +109,11 @@ private:
         int peer;
     };
     std::vector<Flush> flushes_;  // endpoint flushes under way (settled())
-    std::vector<PeerArg> peer_args_;
+    // Every endpoint of the worker (this communicator's, and those an
+    // earlier one left open, by worker address), and each peer's in it.
+    std::vector<KeptEndpoint> kept_;
+    std::unordered_map<std::string, size_t> kept_index_;
+    std::vector<int> kept_of_;  // by rank: index in kept_, or -1
     // Set by UCX's error callback when a peer fails (0 = healthy).
     std::vector<std::atomic<int>> peer_status_;
     // The posted receive for notices from any rank, and notices being sent.
