@@ -49,6 +49,10 @@ const Forced kTwoLevel[] = {
     {Collective::Scatter, "two_level", false},
     {Collective::Alltoall, "two_level_leaders", false},
     {Collective::Barrier, "two_level", false},
+    // Two stages (lib/coll/two_stage.h): the leaders learn their ranks' sizes first.
+    {Collective::Gatherv, "two_level", false},
+    {Collective::Scatterv, "two_level", false},
+    {Collective::Alltoallv, "two_level_leaders", false},
 };
 
 // Host labels by rank.
@@ -273,4 +277,170 @@ TEST_CASE("two-level algorithms forced on a single level leave the choice to the
                 for (const char* ran : g.algorithms) REQUIRE(std::string(ran).rfind("two_level", 0) != 0);
             }
         }
+}
+
+namespace {
+
+// Elements of the irregular collectives below, zeros among them.
+size_t gv_count(int r) {
+    return static_cast<size_t>(r * 5 % 4) * 3;
+}
+size_t sv_count(int r) {
+    return static_cast<size_t>((r * 3 + 1) % 5) * 2;
+}
+size_t a2a_count(int s, int d, int k) {
+    return static_cast<size_t>((s + 2 * d + k) % 4) * 5;
+}
+int32_t value(int k, int s, int d, size_t i) {
+    return static_cast<int32_t>(k * 1000000 + s * 10000 + d * 100 + static_cast<int>(i));
+}
+// Blocks in reverse rank order, `gap` elements apart.
+std::vector<size_t> reversed(const std::vector<size_t>& counts, size_t gap, size_t* extent) {
+    std::vector<size_t> at(counts.size());
+    size_t x = 0;
+    for (size_t i = counts.size(); i-- > 0;) {
+        at[i] = x;
+        x += counts[i] + gap;
+    }
+    *extent = x;
+    return at;
+}
+
+}  // namespace
+
+TEST_CASE("two-stage operations in flight together keep their stages and data apart", "[loopback][two_level]") {
+    // Hosts {0, 2, 5}, {1, 4}, {3}; the roots are no leaders.
+    const std::vector<int> labels = {0, 1, 0, 2, 1, 0};
+    const int p = static_cast<int>(labels.size());
+    chorus::Config cfg = test::forced(Collective::Gatherv, "two_level", 64, 2);
+    cfg.algo["scatterv"] = "two_level";
+    cfg.algo["alltoallv"] = "two_level_leaders";
+    for (bool rendezvous : {false, true}) {
+        test::LoopbackGroup g(p, cfg, rendezvous, nullptr, nullptr, labels);
+        const int gv_root = 4, sv_root = 2;
+        // Per operation k and rank r: its arguments and buffers.
+        const int nops = 4;  // gatherv, all-to-allv, scatterv, all-to-allv
+        std::vector<std::vector<chorus::coll::CollArgs>> args(nops, std::vector<chorus::coll::CollArgs>(p));
+        std::vector<std::vector<std::vector<int32_t>>> in(nops, std::vector<std::vector<int32_t>>(p)), out = in;
+        for (int r = 0; r < p; ++r) {
+            size_t ext = 0;
+            // Gatherv.
+            auto& ga = args[0][r];
+            ga.coll = Collective::Gatherv;
+            ga.dtype = CHORUS_INT32;
+            ga.root = gv_root;
+            ga.count = gv_count(r);
+            for (size_t i = 0; i < ga.count; ++i) in[0][r].push_back(value(0, r, gv_root, i));
+            if (r == gv_root) {
+                for (int q = 0; q < p; ++q) ga.counts.push_back(gv_count(q));
+                ga.displs = reversed(ga.counts, 2, &ext);
+                out[0][r].assign(ext, -1);
+            }
+            // Scatterv.
+            auto& sa = args[2][r];
+            sa.coll = Collective::Scatterv;
+            sa.dtype = CHORUS_INT32;
+            sa.root = sv_root;
+            sa.count = sv_count(r);
+            out[2][r].assign(sa.count, -1);
+            if (r == sv_root) {
+                for (int q = 0; q < p; ++q) sa.send_counts.push_back(sv_count(q));
+                sa.send_displs = reversed(sa.send_counts, 1, &ext);
+                in[2][r].assign(ext, -1);
+                for (int q = 0; q < p; ++q)
+                    for (size_t i = 0; i < sa.send_counts[q]; ++i)
+                        in[2][r][sa.send_displs[q] + i] = value(2, sv_root, q, i);
+            }
+            // Two all-to-allvs, receive blocks packed, send blocks reversed.
+            for (int k : {1, 3}) {
+                auto& xa = args[k][r];
+                xa.coll = Collective::Alltoallv;
+                xa.dtype = CHORUS_INT32;
+                for (int q = 0; q < p; ++q) {
+                    xa.counts.push_back(a2a_count(q, r, k));
+                    xa.send_counts.push_back(a2a_count(r, q, k));
+                }
+                xa.send_displs = reversed(xa.send_counts, 3, &ext);
+                in[k][r].assign(ext, -1);
+                for (int q = 0; q < p; ++q)
+                    for (size_t i = 0; i < xa.send_counts[q]; ++i) in[k][r][xa.send_displs[q] + i] = value(k, r, q, i);
+                size_t total = 0;
+                for (size_t n : xa.counts) total += n;
+                out[k][r].assign(total, -1);
+            }
+        }
+        // Every rank starts all four (in the same order); they are progressed
+        // together, the last started first.
+        std::vector<std::vector<chorus::Operation*>> ops(nops, std::vector<chorus::Operation*>(p));
+        for (int k = 0; k < nops; ++k)
+            for (int r = 0; r < p; ++r) {
+                ops[k][r] = g.comms[r]->start(args[k][r], in[k][r].data(), out[k][r].data());
+                REQUIRE(std::string(ops[k][r]->algorithm).rfind("two_level", 0) == 0);
+            }
+        bool all = false;
+        for (int rounds = 0; rounds < 100000 && !all; ++rounds) {
+            all = true;
+            for (int k = nops - 1; k >= 0; --k)
+                for (int r = 0; r < p; ++r) all = g.comms[r]->progress(ops[k][r]) && all;
+        }
+        for (int k = 0; k < nops; ++k)
+            for (int r = 0; r < p; ++r) {
+                INFO("operation " << k << " rank " << r << (rendezvous ? " rendezvous" : ""));
+                REQUIRE(ops[k][r]->finished);
+                REQUIRE(g.comms[r]->release(ops[k][r]) == CHORUS_SUCCESS);
+            }
+        // What each rank received.
+        const auto& gr = args[0][gv_root];
+        for (int q = 0; q < p; ++q)
+            for (size_t i = 0; i < gr.counts[q]; ++i)
+                REQUIRE(out[0][gv_root][gr.displs[q] + i] == value(0, q, gv_root, i));
+        for (int r = 0; r < p; ++r) {
+            for (size_t i = 0; i < sv_count(r); ++i) REQUIRE(out[2][r][i] == value(2, sv_root, r, i));
+            for (int k : {1, 3}) {
+                size_t at = 0;
+                for (int q = 0; q < p; ++q)
+                    for (size_t i = 0; i < a2a_count(q, r, k); ++i) REQUIRE(out[k][r][at++] == value(k, q, r, i));
+            }
+        }
+    }
+}
+
+TEST_CASE("a dead peer fails a two-stage operation in either stage without a hang", "[loopback][two_level][faults]") {
+    // Hosts {0, 1}, {2, 3}. Rank 3 (a member: rank 2 waits for its sizes in
+    // the first stage) or rank 2 (a leader: the root waits for its host's
+    // blocks in the second) never starts and dies.
+    const std::vector<int> labels = {0, 0, 1, 1};
+    for (int dead : {3, 2}) {
+        test::LoopbackGroup g(4, test::forced(Collective::Gatherv, "two_level"), /*rendezvous=*/true, nullptr, nullptr,
+                              labels);
+        std::vector<std::vector<float>> in(4, std::vector<float>(100, 1.0f));
+        std::vector<float> out(400);
+        std::vector<chorus::Operation*> ops(4, nullptr);
+        for (int r = 0; r < 4; ++r) {
+            if (r == dead) continue;
+            chorus::coll::CollArgs a;
+            a.coll = Collective::Gatherv;
+            a.count = 100;
+            if (r == 0) a.counts.assign(4, 100);
+            ops[r] = g.comms[r]->start(a, in[r].data(), out.data());
+        }
+        g.hub->kill(dead);
+        auto done = [&] {
+            for (auto* op : ops)
+                if (op && !op->finished) return false;
+            return true;
+        };
+        for (int rounds = 0; rounds < 100000 && !done(); ++rounds)
+            for (int r = 0; r < 4; ++r)
+                if (ops[r]) g.comms[r]->progress(ops[r]);
+        for (int r = 0; r < 4; ++r) {
+            if (!ops[r]) continue;
+            INFO("dead " << dead << ", rank " << r);
+            REQUIRE(ops[r]->finished);
+            const chorus_result_t rc = g.comms[r]->release(ops[r]);
+            // The root and the dead rank's host mate cannot finish; rank 1
+            // may have done its part.
+            if (r == 0 || r == 5 - dead) REQUIRE(rc != CHORUS_SUCCESS);
+        }
+    }
 }

@@ -23,6 +23,7 @@
 #include "coll/simulation.h"
 #include "coll/topology.h"
 #include "coll/two_level.h"
+#include "coll/two_stage.h"
 
 using namespace chorus;
 using namespace chorus::coll;
@@ -31,7 +32,8 @@ namespace {
 
 const Collective kColls[] = {Collective::Allreduce,     Collective::Broadcast, Collective::Reduce,
                              Collective::ReduceScatter, Collective::Allgather, Collective::Allgatherv,
-                             Collective::Gather,        Collective::Scatter,   Collective::Barrier};
+                             Collective::Gather,        Collective::Scatter,   Collective::Barrier,
+                             Collective::Gatherv,       Collective::Scatterv,  Collective::Alltoallv};
 
 bool is_two_level(const Algorithm& a) {
     return std::string(a.name).rfind("two_level", 0) == 0;
@@ -53,35 +55,76 @@ CollArgs args_for(Collective c, const HostMap& m, size_t count) {
     a.hosts = &m;
     a.chunk_bytes = 1024;
     a.depth = 3;
-    if (c == Collective::Allgatherv) {
+    if (c == Collective::Allgatherv || c == Collective::Gatherv || c == Collective::Scatterv) {
         // Irregular blocks, zeros among them, in reverse rank order with gaps.
         size_t at = 0;
-        a.counts.assign(static_cast<size_t>(a.size), 0);
-        a.displs.assign(static_cast<size_t>(a.size), 0);
+        std::vector<size_t> counts(static_cast<size_t>(a.size), 0), displs(static_cast<size_t>(a.size), 0);
         for (int r = a.size - 1; r >= 0; --r) {
-            a.counts[r] = count * static_cast<size_t>(r % 3) / 2;
-            a.displs[r] = at;
-            at += a.counts[r] + 3;
+            counts[r] = count * static_cast<size_t>(r % 3) / 2;
+            displs[r] = at;
+            at += counts[r] + 3;
         }
+        (c == Collective::Scatterv ? a.send_counts : a.counts) = counts;
+        (c == Collective::Scatterv ? a.send_displs : a.displs) = displs;
     }
     return a;
 }
 
-// Rank r's arguments (an all-gatherv sends its own block).
+// Elements rank s sends rank d in an all-to-allv (zeros among them).
+size_t pair_count(size_t count, int s, int d) {
+    return count * static_cast<size_t>((s + 2 * d) % 3) / 2;
+}
+
+// Rank r's arguments (an all-gatherv or gatherv sends its own block, a
+// scatterv receives its own; an all-to-allv's counts are its own, its send
+// blocks in reverse rank order with gaps, in place its receive blocks).
 CollArgs at_rank(CollArgs a, int r) {
     a.rank = r;
-    if (a.coll == Collective::Allgatherv) a.count = a.counts[r];
+    if (a.coll == Collective::Allgatherv || a.coll == Collective::Gatherv) a.count = a.counts[r];
+    if (a.coll == Collective::Scatterv) a.count = a.send_counts[r];
+    if (a.coll == Collective::Alltoallv) {
+        const size_t n = a.count;
+        a.counts.assign(static_cast<size_t>(a.size), 0);
+        a.send_counts.assign(static_cast<size_t>(a.size), 0);
+        a.send_displs.assign(static_cast<size_t>(a.size), 0);
+        a.displs.clear();
+        size_t at = 0;
+        for (int q = a.size - 1; q >= 0; --q) {
+            a.counts[q] = a.in_place ? pair_count(n, std::min(q, r), std::max(q, r)) : pair_count(n, q, r);
+            a.send_counts[q] = pair_count(n, r, q);
+            a.send_displs[q] = at;
+            at += a.send_counts[q] + 2;
+        }
+        if (a.in_place) a.send_counts.clear(), a.send_displs.clear();
+    }
     return a;
 }
 
-// Every rank's schedule: tags told apart, and simulated together.
+// A two-stage algorithm's second stage needs what its first brings the
+// rank: every member's sizes, on its host's gatherer.
+std::vector<size_t> gathered(const CollArgs& a) {
+    if (!gathered_sizes(a)) return {};
+    std::vector<size_t> out;
+    for (int m : a.hosts->members(a.hosts->host_of(a.rank)))
+        for (uint64_t x : own_sizes(at_rank(a, m))) out.push_back(static_cast<size_t>(x));
+    return out;
+}
+
+// Every rank's schedule (a two-stage algorithm's two): tags told apart, and
+// simulated together.
 void check_group(const Algorithm& algo, CollArgs a) {
-    SimGroup g(a.size, a.dtype, a.hosts);
+    SimGroup g(a.size, a.dtype, a.hosts), sizes(a.size, CHORUS_UINT64, a.hosts);
     size_t transfers = 0;
     bool moves = false;
     for (int r = 0; r < a.size; ++r) {
         a = at_rank(a, r);
-        moves = moves || a.count > 0;
+        for (size_t n : a.coll == Collective::Alltoallv ? a.counts : std::vector<size_t>{a.count}) moves = moves || n;
+        if (algo.two_stage) {
+            auto first = build_sizes_stage(a);
+            first->check_tags();
+            sizes.add(r, *first);
+            a.host_sizes = gathered(a);
+        }
         auto s = algo.build(a);
         s->check_tags();
         transfers += s->num_transfers();
@@ -90,13 +133,14 @@ void check_group(const Algorithm& algo, CollArgs a) {
     if (moves || a.coll == Collective::Barrier) REQUIRE(transfers > 0);
     CostParams p;
     REQUIRE(g.simulate(p, SimGroup::Outside::Lockstep) >= 0);
+    if (algo.two_stage) REQUIRE(sizes.simulate(p, SimGroup::Outside::Lockstep) >= 0);
 }
 
 }  // namespace
 
 TEST_CASE("two-level algorithms apply only to host maps with a second level", "[unit][two_level]") {
     const auto algos = two_level_algorithms();
-    REQUIRE(algos.size() == 12);
+    REQUIRE(algos.size() == 15);
     const HostMap one = HostMap::from_layout({4}), each = HostMap::from_layout({1, 1, 1, 1});
     const HostMap even = HostMap::from_layout({2, 2}), uneven = HostMap::from_layout({3, 1});
     for (const Algorithm* algo : algos) {
@@ -160,6 +204,12 @@ TEST_CASE("two-level schedules keep to the tag budget at 4096 hosts of 8 ranks",
         for (int r : {0, p / 2 + 3, p - 1}) {
             a = at_rank(a, r);
             CAPTURE(collective_name(algo->coll), algo->name, r);
+            if (algo->two_stage) {
+                auto first = build_sizes_stage(a);
+                first->check_tags();
+                for (const Step& st : first->steps()) REQUIRE(st.tag <= kMaxStepTag);
+                a.host_sizes = gathered(a);
+            }
             auto s = algo->build(a);
             s->check_tags();
             // Each phase keeps to its own tags: the top bits number it.
@@ -200,6 +250,12 @@ TEST_CASE("the selector takes a two-level algorithm where it is predicted fastes
                         best = algo;
                         best_us = us;
                     }
+                }
+                // The irregular forms take the first algorithm that applies
+                // (their sizes agree pair by pair only): never a two-level one.
+                if (!Selector::sizes_agreed(c)) {
+                    REQUIRE_FALSE(is_two_level(*choice.algorithm));
+                    continue;
                 }
                 if (m.flat()) {
                     REQUIRE(weighed == 0);
@@ -244,7 +300,8 @@ bool messages_only(const Algorithm& a) {
 
 const Collective kPhaseColls[] = {Collective::Allreduce,     Collective::Broadcast, Collective::Reduce,
                                   Collective::ReduceScatter, Collective::Allgather, Collective::Allgatherv,
-                                  Collective::Gather,        Collective::Scatter,   Collective::Barrier};
+                                  Collective::Gather,        Collective::Scatter,   Collective::Barrier,
+                                  Collective::Gatherv,       Collective::Scatterv,  Collective::Alltoallv};
 
 }  // namespace
 

@@ -223,10 +223,12 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Alltoall, "two_level_leaders", build_two_level_leaders_alltoall, two_level},
     };
     // The irregular forms' first algorithm is taken wherever it applies
-    // (Selector::choose): their sizes are agreed pair by pair only.
+    // (Selector::choose): their sizes are agreed pair by pair only. Their
+    // two-level forms, last, run only when CHORUS_ALGO forces them.
     static const std::vector<Algorithm> alltoallv = {
         {Collective::Alltoallv, "shm_flat", build_flat_alltoallv, shared},
         {Collective::Alltoallv, "pairwise", build_pairwise_alltoall, any},
+        {Collective::Alltoallv, "two_level_leaders", build_two_level_leaders_alltoallv, two_level, true},
     };
     static const std::vector<Algorithm> gather = {
         {Collective::Gather, "linear", build_linear_gather, any},
@@ -237,6 +239,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
     static const std::vector<Algorithm> gatherv = {
         {Collective::Gatherv, "shm_flat", build_flat_gatherv, shared},
         {Collective::Gatherv, "linear", build_linear_gather, any},
+        {Collective::Gatherv, "two_level", build_two_level_gatherv, two_level, true},
     };
     static const std::vector<Algorithm> scatter = {
         {Collective::Scatter, "linear", build_linear_scatter, any},
@@ -247,6 +250,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
     static const std::vector<Algorithm> scatterv = {
         {Collective::Scatterv, "shm_flat", build_flat_scatterv, shared},
         {Collective::Scatterv, "linear", build_linear_scatter, any},
+        {Collective::Scatterv, "two_level", build_two_level_scatterv, two_level, true},
     };
     static const std::vector<Algorithm> barrier = {
         {Collective::Barrier, "dissemination", build_dissemination_barrier, any},

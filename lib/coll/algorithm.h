@@ -107,6 +107,11 @@ struct CollArgs {
     // order, where whoever builds many ranks' schedules from one set of
     // counts found them once (the cost model); null: held_blocks() scans.
     std::shared_ptr<const std::vector<int>> held;
+    // A two-stage algorithm's second stage (Algorithm::two_stage), on the
+    // rank that gathers its host's sizes: what the first stage brought it,
+    // each member's own_sizes() in local order (two_stage.h); empty
+    // elsewhere and in the first stage.
+    std::vector<size_t> host_sizes;
 
     // reduce_scatter: elements of block i, and where it starts in Send.
     size_t block_count(int i) const { return counts.empty() ? count : counts[i]; }
@@ -142,6 +147,10 @@ struct Algorithm {
     // Whether the algorithm handles these arguments (all of ours handle any
     // rank count; some are restricted by size or op).
     bool (*supports)(const CollArgs&) = nullptr;
+    // Two stages (the irregular two-level forms, two_stage.h): first a small
+    // schedule that brings each host's gatherer its members' sizes
+    // (build_sizes_stage), then `build` with CollArgs::host_sizes filled.
+    bool two_stage = false;
 };
 
 // Every algorithm of a collective.
@@ -206,6 +215,10 @@ std::unique_ptr<Schedule> build_two_level_gather(const CollArgs& args);
 std::unique_ptr<Schedule> build_two_level_leaders_alltoall(const CollArgs& args);
 std::unique_ptr<Schedule> build_two_level_scatter(const CollArgs& args);
 std::unique_ptr<Schedule> build_two_level_barrier(const CollArgs& args);
+// The irregular forms' second stages (their first: two_stage.h).
+std::unique_ptr<Schedule> build_two_level_gatherv(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_scatterv(const CollArgs& args);
+std::unique_ptr<Schedule> build_two_level_leaders_alltoallv(const CollArgs& args);
 // Whether the largest message of this size class fits a publish slot, as
 // many blocks of it as the collective's flat algorithm publishes.
 bool fits_slot(const CollArgs& args);

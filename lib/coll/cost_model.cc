@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "coll/simulation.h"
+#include "coll/two_stage.h"
 
 namespace chorus::coll {
 
@@ -67,7 +68,32 @@ std::vector<int> senders_of(const Schedule& s) {
 
 }  // namespace
 
+namespace {
+
+// Which schedules of an algorithm are simulated: its only one, or one of a
+// two-stage algorithm's (two_stage.h).
+enum class Stage { Only, Sizes, Data };
+
+Prediction predict_stage(const Algorithm& algo, const CollArgs& args, const CostParams& params, Stage stage);
+
+}  // namespace
+
 Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams& params) {
+    if (!algo.two_stage) return predict_stage(algo, args, params, Stage::Only);
+    // The second stage starts once the first is done (on every rank, at
+    // the latest: a bound the model takes as the time).
+    const Prediction sizes = predict_stage(algo, args, params, Stage::Sizes);
+    Prediction out = predict_stage(algo, args, params, Stage::Data);
+    out.us += sizes.us;
+    out.steps += sizes.steps;
+    out.ranks = std::min(out.ranks, sizes.ranks);
+    if (!sizes.exact()) out.mode = SimMode::Sampled;
+    return out;
+}
+
+namespace {
+
+Prediction predict_stage(const Algorithm& algo, const CollArgs& args, const CostParams& params, Stage stage) {
     const int p = args.size;
     CollArgs a = args;
     // A two-level algorithm's phases are chosen by the model it is priced by.
@@ -78,6 +104,9 @@ Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams
         a.held = std::make_shared<const std::vector<int>>(find_held_blocks(a));
     auto build = [&](int r) {
         a.rank = r;
+        if (stage == Stage::Sizes) return build_sizes_stage(a);
+        // What the first stage brings each rank, from every rank's arguments.
+        if (stage == Stage::Data) a.host_sizes = model_host_sizes(a);
         return algo.build(a);
     };
     Prediction out;
@@ -183,5 +212,7 @@ Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams
     out.us = g.simulate(params, SimGroup::Outside::Lockstep);
     return out;
 }
+
+}  // namespace
 
 }  // namespace chorus::coll

@@ -13,7 +13,8 @@ bool Communicator::run_inline(const coll::CollArgs& args, const void* sendbuf, v
     if (!ops_.empty() || stream || failed_ || config_.check || !config_.inject.empty()) return false;
     const Plan& plan = plans_.plan(args);
     const Schedule& s = *plan.schedule;
-    if (s.has_transfers() || s.scratch_bytes() || (sendbuf && !host_side(buffers_.device().kind(sendbuf))) ||
+    if (plan.algo->two_stage || s.has_transfers() || s.scratch_bytes() ||
+        (sendbuf && !host_side(buffers_.device().kind(sendbuf))) ||
         (recvbuf && !host_side(buffers_.device().kind(recvbuf)))) {
         *planned = plan;
         return false;

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "base/log.h"
+#include "coll/two_stage.h"
 #include "core/agreement.h"
 #include "core/trace.h"
 #include "net/mpi_bootstrap.h"
@@ -194,6 +195,8 @@ Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, co
     op->args = args;
     op->algorithm = plan.algo->name;
     op->schedule = plan.schedule;
+    op->algo = plan.algo;
+    op->first_stage = plan.algo->two_stage;
     if (resume)
         op->record = resume->record;
     else
@@ -209,13 +212,24 @@ Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, co
     else if (op->schedule->uses_slots())
         bufs.slot_op = next_slot_op_++;
     const size_t done = resume ? resume->done : 0;
+    if (op->first_stage) {
+        // The first stage runs on the sizes (host memory); the user's
+        // buffers, prepared now, wait for the second (second_stage()).
+        op->user = bufs;
+        op->use = use;
+        op->user_recv = recvbuf;
+        op->sizes_out = coll::own_sizes(args);
+        op->sizes_in.assign(coll::gathered_sizes(args), 0);
+        bufs = Buffers{op->sizes_out.data(), op->sizes_in.data(), nullptr};
+        use = DeviceUse{};
+    }
     try {
         if (op->executor)
             op->executor->reset(*op->schedule, bufs, op->seq, use, done);
         else
             op->executor =
                 std::make_unique<Executor>(*op->schedule, *transport_, bufs, op->seq, config_.window, use, done);
-        if (op->mirrors[1]) op->executor->add_final_copy(recvbuf, op->mirrors[1], op->mirror_bytes);
+        if (op->mirrors[1] && !op->first_stage) op->executor->add_final_copy(recvbuf, op->mirrors[1], op->mirror_bytes);
         if (!config_.trace_dir.empty()) op->executor->time_steps();
     } catch (...) {
         if (op->executor)
@@ -230,6 +244,18 @@ Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, co
     ops_.push_back(std::move(op));
     progress(raw);
     return raw;
+}
+
+void Communicator::second_stage(Operation& op) {
+    op.first_stage = false;
+    coll::CollArgs a = op.args;
+    a.host_sizes.assign(op.sizes_in.begin(), op.sizes_in.end());
+    op.schedule = plans_.schedule(a, *op.algo, true);
+    Buffers b = op.user;
+    b.scratch = buffers_.rescratch(op, op.schedule->scratch_bytes());
+    op.executor->reset(*op.schedule, b, op.seq, op.use);
+    if (op.mirrors[1]) op.executor->add_final_copy(op.user_recv, op.mirrors[1], op.mirror_bytes);
+    if (!config_.trace_dir.empty()) op.executor->time_steps();
 }
 
 void Communicator::check_agreement(const coll::CollArgs& args) {
@@ -271,6 +297,10 @@ bool Communicator::progress(Operation* target) {
         if (op->finished) continue;
         try {
             if (!op->steps_done) op->steps_done = op->executor->progress();
+            if (op->steps_done && op->first_stage) {
+                second_stage(*op);
+                op->steps_done = op->executor->progress();
+            }
             if (op->steps_done && transport_->settled()) {
                 op->finished = true;
                 observer_.end(*op);

@@ -121,6 +121,10 @@ private:
     };
     Operation* launch(const coll::CollArgs& args, const Plan& plan, const void* sendbuf, void* recvbuf,
                       void* stream = nullptr, const Resume* resume = nullptr);
+    // A two-stage operation whose first stage is done: its second stage's
+    // schedule, from the call's arguments and the sizes gathered, on the
+    // buffers prepared at the start, in the same executor.
+    void second_stage(Operation& op);
     // The communicator's part of a call's arguments.
     void fill(coll::CollArgs& args) const;
     // A blocking call without transfers on host buffers, run on this thread

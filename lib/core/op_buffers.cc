@@ -89,6 +89,14 @@ Buffers OpBuffers::prepare_device(Operation& op, const void* sendbuf, void* recv
     return b;
 }
 
+void* OpBuffers::rescratch(Operation& op, size_t bytes) {
+    ScratchPool& pool = op.on_device ? device_scratch_ : scratch_;
+    pool.release(op.scratch);
+    op.scratch = nullptr;
+    op.scratch = pool.acquire(bytes);
+    return op.scratch;
+}
+
 void OpBuffers::release(Operation& op) {
     ScratchPool& pool = op.on_device ? device_scratch_ : scratch_;
     pool.release(op.scratch);

@@ -27,6 +27,9 @@ public:
     // Memory for `op` (whose schedule is set), and how its steps run. On
     // failure nothing is held.
     Buffers prepare(Operation& op, const void* sendbuf, void* recvbuf, void* stream, DeviceUse& use);
+    // Scratch of `bytes` for `op` (from the pool its buffers came from) in
+    // place of what it holds: a two-stage operation's second stage.
+    void* rescratch(Operation& op, size_t bytes);
     // Back to the pools.
     void release(Operation& op);
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "chorus.h"
 #include "coll/algorithm.h"
@@ -34,6 +35,15 @@ struct Operation {
     bool warned = false;  // the hang warning was printed
     uint64_t record = 0;  // its number in the flight recorder
     std::chrono::steady_clock::time_point last_change;
+    // A two-stage algorithm (coll::Algorithm::two_stage) in its first stage:
+    // the sizes it sends and gathers (host memory, whatever the user's
+    // buffers), and what the second stage runs on, prepared at the start.
+    bool first_stage = false;
+    const coll::Algorithm* algo = nullptr;
+    std::vector<uint64_t> sizes_out, sizes_in;
+    Buffers user;
+    DeviceUse use;
+    void* user_recv = nullptr;  // for the final copy out of a mirror
 
     // Back to the defaults for reuse, keeping the executor and the capacity
     // of the argument arrays (launch() assigns `args` whole). A field added
@@ -54,6 +64,13 @@ struct Operation {
         warned = false;
         record = 0;
         last_change = {};
+        first_stage = false;
+        algo = nullptr;
+        sizes_out.clear();
+        sizes_in.clear();
+        user = {};
+        use = {};
+        user_recv = nullptr;
     }
 };
 

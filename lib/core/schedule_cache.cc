@@ -2,6 +2,7 @@
 
 #include "base/log.h"
 #include "coll/topology.h"
+#include "coll/two_stage.h"
 
 namespace chorus {
 
@@ -11,7 +12,7 @@ constexpr size_t kMaxCachedSchedules = 256;
 bool same_shape(const coll::CollArgs& a, const coll::CollArgs& b) {
     return a.coll == b.coll && a.count == b.count && a.dtype == b.dtype && a.op == b.op && a.root == b.root &&
            a.in_place == b.in_place && a.counts == b.counts && a.displs == b.displs && a.send_counts == b.send_counts &&
-           a.send_displs == b.send_displs;
+           a.send_displs == b.send_displs && a.host_sizes == b.host_sizes;
 }
 }  // namespace
 
@@ -30,7 +31,8 @@ size_t ScheduleCache::KeyHash::operator()(const Key& k) const {
     mix(k.count);
     mix(static_cast<uint64_t>(k.dtype) << 32 | static_cast<uint32_t>(k.op));
     mix(static_cast<uint64_t>(k.root) << 1 | static_cast<uint64_t>(k.in_place));
-    for (const auto* v : {&k.counts, &k.displs, &k.send_counts, &k.send_displs}) {
+    mix(static_cast<uint64_t>(k.stage));
+    for (const auto* v : {&k.counts, &k.displs, &k.send_counts, &k.send_displs, &k.host_sizes}) {
         mix(v->size());
         for (size_t c : *v) mix(c);
     }
@@ -71,16 +73,19 @@ const coll::Algorithm& ScheduleCache::choose(const coll::CollArgs& args) {
     return *c.algorithm;
 }
 
-std::shared_ptr<const Schedule> ScheduleCache::schedule(const coll::CollArgs& a, const coll::Algorithm& algo) {
+std::shared_ptr<const Schedule> ScheduleCache::schedule(const coll::CollArgs& a, const coll::Algorithm& algo,
+                                                        bool second) {
     // Chunk size and depth are the communicator's, fixed for its life.
-    Key key{&algo,    a.count,  a.dtype,       a.op,         a.root, a.in_place ? 1 : 0,
-            a.counts, a.displs, a.send_counts, a.send_displs};
+    const int stage = algo.two_stage ? (second ? 2 : 1) : 0;
+    Key key{
+        &algo,    a.count,  a.dtype,       a.op,          a.root, a.in_place ? 1 : 0,
+        a.counts, a.displs, a.send_counts, a.send_displs, stage,  stage == 2 ? a.host_sizes : std::vector<size_t>()};
     auto it = schedules_.find(key);
     if (it != schedules_.end()) return it->second;
     // A two-level algorithm's phases are the cost model's choice too.
     coll::CollArgs b = a;
     b.cost = &selector_.params();
-    std::shared_ptr<const Schedule> s = algo.build(b);
+    std::shared_ptr<const Schedule> s = stage == 1 ? coll::build_sizes_stage(b) : algo.build(b);
     if (schedules_.size() >= kMaxCachedSchedules) schedules_.clear();
     schedules_.emplace(std::move(key), s);
     return s;

@@ -27,10 +27,14 @@ public:
     ScheduleCache(const Config& config, const coll::CostParams& cost, bool log_choices);
 
     // The plan for a call (args.rank, size, chunk_bytes and depth filled in).
-    // Valid until the next call.
+    // Valid until the next call. A two-stage algorithm's schedule is its
+    // first stage (coll/two_stage.h).
     const Plan& plan(const coll::CollArgs& args);
-    // The schedule of a given algorithm for these arguments.
-    std::shared_ptr<const Schedule> schedule(const coll::CollArgs& args, const coll::Algorithm& algo);
+    // The schedule of a given algorithm for these arguments (a two-stage
+    // one's first stage, or with `second` its second: args.host_sizes
+    // filled on the gatherer).
+    std::shared_ptr<const Schedule> schedule(const coll::CollArgs& args, const coll::Algorithm& algo,
+                                             bool second = false);
 
 private:
     const coll::Algorithm& choose(const coll::CollArgs& args);
@@ -40,10 +44,12 @@ private:
         size_t count;
         int dtype, op, root, in_place;
         std::vector<size_t> counts, displs, send_counts, send_displs;
+        int stage;  // 0: one stage; 1, 2: a two-stage algorithm's
+        std::vector<size_t> host_sizes;
         bool operator==(const Key& o) const {
             return algo == o.algo && count == o.count && dtype == o.dtype && op == o.op && root == o.root &&
                    in_place == o.in_place && counts == o.counts && displs == o.displs && send_counts == o.send_counts &&
-                   send_displs == o.send_displs;
+                   send_displs == o.send_displs && stage == o.stage && host_sizes == o.host_sizes;
         }
     };
     struct KeyHash {
