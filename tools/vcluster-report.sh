@@ -27,6 +27,7 @@ declare -A two=(
   [allreduce]="two_level_rails two_level_leaders" [bcast]=two_level [reduce]=two_level
   [reduce_scatter]="two_level_rails two_level_leaders" [allgather]="two_level_rails two_level_leaders"
   [allgatherv]=two_level_leaders [alltoall]=two_level_leaders [gather]=two_level [scatter]=two_level [barrier]=two_level
+  [alltoallv]=two_level_leaders [gatherv]=two_level [scatterv]=two_level
 )
 declare -A flat=(
   [allreduce]=ring [bcast]=binomial [reduce]=binomial [reduce_scatter]=ring [allgather]=ring
