@@ -25,6 +25,7 @@
 #include "coll/algorithm.h"
 #include "coll/selector.h"
 #include "coll/topology.h"
+#include "coll/two_stage.h"
 #include "reduce/datatype.h"
 
 using namespace chorus;
@@ -333,9 +334,14 @@ CollArgs for_rank(CollArgs a, int r, size_t count, layout::Shape shape) {
 void check_case(const Algorithm& algo, const CollArgs& a, size_t count, layout::Shape shape) {
     std::vector<std::unique_ptr<Schedule>> built;
     std::vector<CollArgs> per;
+    for (int r = 0; r < a.size; ++r) per.push_back(for_rank(a, r, count, shape));
     for (int r = 0; r < a.size; ++r) {
-        per.push_back(for_rank(a, r, count, shape));
-        built.push_back(algo.build(per.back()));
+        // A two-stage algorithm's second stage (the first orders no bytes of
+        // the user's buffers): on a gatherer, its members' sizes.
+        if (algo.two_stage && gathered_sizes(per[r]))
+            for (int m : a.hosts->members(a.hosts->host_of(r)))
+                for (uint64_t x : own_sizes(per[m])) per[r].host_sizes.push_back(static_cast<size_t>(x));
+        built.push_back(algo.build(per[r]));
     }
     const Events ev(built);
     REQUIRE(ev.acyclic());
