@@ -1,5 +1,6 @@
 // Blocking calls: run in the calling thread when nothing waits (a schedule
-// without messages on host buffers, no operation in flight), else started,
+// without messages on host buffers, no operation in flight; never a
+// two-stage one, whose second schedule follows its first), else started,
 // waited for and released as any operation.
 #include <string>
 

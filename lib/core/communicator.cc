@@ -196,7 +196,7 @@ Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, co
     op->algorithm = plan.algo->name;
     op->schedule = plan.schedule;
     op->algo = plan.algo;
-    op->first_stage = plan.algo->two_stage;
+    op->first_stage = plan.algo->two_stage && !resume;  // run_inline begins none
     if (resume)
         op->record = resume->record;
     else
