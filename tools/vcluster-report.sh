@@ -10,7 +10,7 @@
 #   tools/vcluster-report.sh [BUILD] [OUT]    (defaults: build, results/vcluster)
 #   ITERS=N (default 200), SIZES=MIN:MAX (default 64:256K), REPEAT=N runs of
 #   each (default 3; OUT/<collective>-<config>.<k>.txt, the summary takes
-#   medians)
+#   medians), COLLS="C1 C2 ..." (default: every collective)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build} out=${2:-results/vcluster}
@@ -32,9 +32,12 @@ declare -A two=(
 declare -A flat=(
   [allreduce]=ring [bcast]=binomial [reduce]=binomial [reduce_scatter]=ring [allgather]=ring
   [allgatherv]=ring [alltoall]=pairwise [gather]=linear [scatter]=linear [barrier]=dissemination
+  [alltoallv]=pairwise [gatherv]=linear [scatterv]=linear
 )
 colls=(allreduce bcast reduce reduce_scatter allgather allgatherv alltoall alltoallv gather gatherv scatter scatterv
   barrier)
+# COLLS="alltoallv gatherv": these collectives only.
+if [ -n "${COLLS:-}" ]; then read -r -a colls <<<"$COLLS"; fi
 
 run() {  # collective config mpirun-args [CHORUS_ALGO]
   local c=$1 cfg=$2 margs=$3 algo=${4:-} file="$out/$1-$2.$k.txt"

@@ -68,39 +68,82 @@ private:
 
     // The phase's accesses onto what was there: where it wrote, its writers
     // (and readers) replace the old ones; where it only read, its readers
-    // join the old ones.
+    // join the old ones. Segments stay disjoint and in order, so their
+    // boundaries come sorted; the accesses' are sorted and merged in, and
+    // each interval's accesses are gathered in one array (offsets by
+    // interval), not a vector each.
     void merge(int store) {
         std::vector<Seg>& old = segs_[store];
         std::vector<Access>& acc = pending_[store];
-        std::vector<size_t> cut;
-        for (const Seg& s : old) cut.insert(cut.end(), {s.lo, s.hi});
-        for (const Access& x : acc) cut.insert(cut.end(), {x.lo, x.hi});
-        std::sort(cut.begin(), cut.end());
+        std::vector<size_t> mine, theirs;
+        mine.reserve(2 * acc.size());
+        theirs.reserve(2 * old.size());
+        for (const Access& x : acc) mine.insert(mine.end(), {x.lo, x.hi});
+        for (const Seg& s : old) theirs.insert(theirs.end(), {s.lo, s.hi});
+        std::sort(mine.begin(), mine.end());
+        std::vector<size_t> cut(mine.size() + theirs.size());
+        std::merge(mine.begin(), mine.end(), theirs.begin(), theirs.end(), cut.begin());
         cut.erase(std::unique(cut.begin(), cut.end()), cut.end());
         const size_t n = cut.size() - 1;
         auto index = [&](size_t x) {
             return static_cast<size_t>(std::lower_bound(cut.begin(), cut.end(), x) - cut.begin());
         };
+        // Which old segment covers each interval, and whether it covers
+        // that one only (its lists can then move instead of being copied).
         std::vector<int> was(n, -1);
-        for (size_t k = 0; k < old.size(); ++k)
-            for (size_t i = index(old[k].lo), e = index(old[k].hi); i < e; ++i) was[i] = static_cast<int>(k);
-        std::vector<std::vector<StepId>> wrote(n), read(n);
-        for (const Access& x : acc)
-            for (size_t i = index(x.lo), e = index(x.hi); i < e; ++i) (x.write ? wrote : read)[i].push_back(x.id);
-        std::vector<Seg> out;
+        std::vector<char> alone(n, 0);
+        for (size_t k = 0; k < old.size(); ++k) {
+            const size_t b = index(old[k].lo), e = index(old[k].hi);
+            for (size_t i = b; i < e; ++i) was[i] = static_cast<int>(k);
+            if (e == b + 1) alone[b] = 1;
+        }
+        // The accesses by interval: writers at wv[wat[i]..wat[i+1]), readers
+        // at rv[rat[i]..rat[i+1]).
+        std::vector<size_t> first(acc.size()), last(acc.size());
+        std::vector<uint32_t> wat(n + 1, 0), rat(n + 1, 0);
+        for (size_t j = 0; j < acc.size(); ++j) {
+            first[j] = index(acc[j].lo);
+            last[j] = index(acc[j].hi);
+            std::vector<uint32_t>& at = acc[j].write ? wat : rat;
+            for (size_t i = first[j]; i < last[j]; ++i) ++at[i + 1];
+        }
         for (size_t i = 0; i < n; ++i) {
+            wat[i + 1] += wat[i];
+            rat[i + 1] += rat[i];
+        }
+        std::vector<StepId> wv(wat[n]), rv(rat[n]);
+        {
+            std::vector<uint32_t> wnext(wat.begin(), wat.end() - 1), rnext(rat.begin(), rat.end() - 1);
+            for (size_t j = 0; j < acc.size(); ++j)
+                for (size_t i = first[j]; i < last[j]; ++i) {
+                    if (acc[j].write)
+                        wv[wnext[i]++] = acc[j].id;
+                    else
+                        rv[rnext[i]++] = acc[j].id;
+                }
+        }
+        std::vector<Seg> out;
+        out.reserve(n);
+        for (size_t i = 0; i < n; ++i) {
+            const bool wrote = wat[i] < wat[i + 1], read = rat[i] < rat[i + 1];
             Seg s{cut[i], cut[i + 1], {}, {}};
-            if (!wrote[i].empty()) {
-                s.writers = std::move(wrote[i]);
-                s.readers = std::move(read[i]);
+            if (wrote) {
+                s.writers.assign(wv.begin() + wat[i], wv.begin() + wat[i + 1]);
+                s.readers.assign(rv.begin() + rat[i], rv.begin() + rat[i + 1]);
             } else if (was[i] >= 0) {
-                s.writers = old[was[i]].writers;
-                s.readers = old[was[i]].readers;
-                s.readers.insert(s.readers.end(), read[i].begin(), read[i].end());
-            } else if (read[i].empty()) {
+                Seg& o = old[static_cast<size_t>(was[i])];
+                if (alone[i]) {
+                    s.writers = std::move(o.writers);
+                    s.readers = std::move(o.readers);
+                } else {
+                    s.writers = o.writers;
+                    s.readers = o.readers;
+                }
+                s.readers.insert(s.readers.end(), rv.begin() + rat[i], rv.begin() + rat[i + 1]);
+            } else if (!read) {
                 continue;  // untouched
             } else {
-                s.readers = std::move(read[i]);
+                s.readers.assign(rv.begin() + rat[i], rv.begin() + rat[i + 1]);
             }
             if (!out.empty() && out.back().hi == s.lo && out.back().writers == s.writers &&
                 out.back().readers == s.readers)

@@ -60,9 +60,12 @@ bool is_image(const Schedule& s, const Schedule& sr, int k, const Relabelling& h
 // The ranks `s` receives from, in the order of its first receive from each.
 std::vector<int> senders_of(const Schedule& s) {
     std::vector<int> out;
+    std::vector<char> seen(static_cast<size_t>(std::max(s.size(), 0)), 0);
     for (const Step& st : s.steps())
-        if (st.kind == StepKind::Recv && std::find(out.begin(), out.end(), st.peer) == out.end())
+        if (st.kind == StepKind::Recv && !seen[static_cast<size_t>(st.peer)]) {
+            seen[static_cast<size_t>(st.peer)] = 1;
             out.push_back(st.peer);
+        }
     return out;
 }
 
