@@ -221,7 +221,10 @@ run_tests() {
     --timeout-multiplier 0.2 "$@" >"$out" 2>&1
   local rc=$?
   cat "$out" >>"$LOG"
-  grep -E '^ *[0-9]+/[0-9]+ ' "$out" | sed -E 's/^ *[0-9]+\/[0-9]+ +chorus:[^ ]+ \/ //' |
+  # Meson's two styles: "1/4 chorus:gpu / gpu_api OK 0.4s" (up to 1.x) and
+  # "1/4 unit+gpu - chorus:gpu_api OK 0.4s" (newer).
+  grep -E '^ *[0-9]+/[0-9]+ ' "$out" |
+    sed -E -e 's/^ *[0-9]+\/[0-9]+ +//' -e 's/^chorus:[^ ]+ \/ //' -e 's/^[^ ]+ - chorus://' |
     awk '{printf "%-28s %-8s %s\n", $1, $2, $3}' >>"$TESTS"
   [ -f "$BUILD/meson-logs/testlog.txt" ] && cat "$BUILD/meson-logs/testlog.txt" >>"$LOGDIR/testlog.txt"
   if ((rc == 124 || rc == 137)); then

@@ -220,6 +220,16 @@ const std::vector<Setting> kSettings = {
          }
          return "?";
      }},
+    // Which buffers of the calls libchorus_mpi.so hands to MPI go through
+    // host copies: device and managed ones (device), or every one (all: the
+    // staging path checked without a GPU).
+    {"CHORUS_MPI_STAGING", false,
+     [](Config& c, const std::string& n, const std::string& v) {
+         if (!v.empty() && v != "device" && v != "all")
+             fail(CHORUS_ERR_CONFIG, n, "='", v, "': expected device or all");
+         c.mpi_stage_all = v == "all";
+     },
+     [](const Config& c) { return std::string(c.mpi_stage_all ? "all" : "device"); }},
     // The cost model's two link classes: within a host (ALPHA, RNDV, LINK),
     // and between hosts (NET_ALPHA, NET_GBS: a host's link, shared by its
     // ranks; defaults measured on tools/vcluster.sh's TCP links).

@@ -34,6 +34,7 @@ struct Config {
     size_t shm_eager_bytes = 32768;           // CHORUS_SHM_EAGER: largest message through Chorus's shared memory
     bool always_stage = false;                // CHORUS_STAGING=always: stage device buffers even if UCX has CUDA
     InterceptPolicy intercept = InterceptPolicy::All;  // CHORUS_MPI_INTERCEPT
+    bool mpi_stage_all = false;                        // CHORUS_MPI_STAGING=all: host buffers copied too
     coll::CostParams cost;                             // CHORUS_COST_*
     std::string trace_dir;                             // CHORUS_TRACE: write traces there ("": none)
     size_t record = 64;                                // CHORUS_RECORD: operations the flight recorder keeps

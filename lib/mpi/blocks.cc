@@ -126,7 +126,13 @@ void* view_blocks(HostStaging& st, const void* buf, const Shape& shape, MPI_Data
     if (PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS) return const_cast<void*>(buf);
     const MPI_Aint shift = static_cast<MPI_Aint>(lo) * extent;
     const char* first = static_cast<const char*>(buf) + shift;
-    char* v = static_cast<char*>(st.view(first, static_cast<size_t>(hi - lo), type, read, write));
+    // An output whose blocks leave gaps between them keeps what is in the
+    // gaps: the host copy starts as a copy of the user's buffer, or writing
+    // it back would fill the gaps with whatever the host copy held.
+    long long covered = 0;
+    for (size_t i = 0; i < shape.counts.size(); ++i) covered += std::max(0, shape.counts[i]);
+    const bool gaps = covered < hi - lo;
+    char* v = static_cast<char*>(st.view(first, static_cast<size_t>(hi - lo), type, read || (write && gaps), write));
     return v - shift;
 }
 

@@ -101,6 +101,9 @@ enum class Gate {
 // from the policy, the thread level and the communicator.
 Gate open_gate(Fn fn, MPI_Comm comm, int* error);
 
+// CHORUS_MPI_STAGING=all: host buffers handed to MPI go through host
+// copies too, as device buffers do (the staging path, checked anywhere).
+bool stage_host_buffers();
 void count_intercepted(Fn fn);
 void count_passed(Fn fn);
 

@@ -16,9 +16,10 @@ bool special(const void* p) {
 }
 
 // Device and managed memory are copied; pinned and ordinary host memory are
-// what MPI reads anyway.
+// what MPI reads anyway (copied too under CHORUS_MPI_STAGING=all).
 bool needs_staging(const void* p) {
     if (special(p)) return false;
+    if (stage_host_buffers()) return true;
     chorus_memory_kind_t k = CHORUS_MEMORY_HOST;
     chorus_memory_kind(p, &k);
     return k == CHORUS_MEMORY_DEVICE || k == CHORUS_MEMORY_MANAGED;

@@ -23,6 +23,7 @@ struct State {
     std::string policy_text = "all";
     std::string bad_policy;  // the message for Policy::Bad
     bool log_info = false;   // CHORUS_LOG=info or debug
+    bool stage_all = false;  // CHORUS_MPI_STAGING=all
     int world_rank = 0;
     std::atomic<unsigned long long> intercepted[kNumFns] = {};
     std::atomic<unsigned long long> passed[kNumFns] = {};
@@ -60,6 +61,9 @@ void initialize(State& s) {
     const char* log = "";
     s.log_info = chorus_setting("CHORUS_LOG", &log) == CHORUS_SUCCESS &&
                  (std::strcmp(log, "info") == 0 || std::strcmp(log, "debug") == 0);
+    // A bad value fails the first communicator's creation (as CHORUS_LOG).
+    const char* staging = "";
+    s.stage_all = chorus_setting("CHORUS_MPI_STAGING", &staging) == CHORUS_SUCCESS && std::strcmp(staging, "all") == 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
     init_comms();
     if (s.log_info && s.world_rank == 0) {
@@ -145,6 +149,10 @@ Gate open_gate(Fn fn, MPI_Comm comm, int* error) {
         case Policy::All: break;
     }
     return Gate::Chorus;
+}
+
+bool stage_host_buffers() {
+    return state().stage_all;
 }
 
 void count_intercepted(Fn fn) {
