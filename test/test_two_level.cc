@@ -444,3 +444,43 @@ TEST_CASE("every rank of a phase's group chooses alike, whatever its place and h
                 }
         }
 }
+
+TEST_CASE("a rank's two-level all-gather(v) schedule is the same whatever was built before it on its thread",
+          "[unit][two_level]") {
+    // The leaders' all-gather keeps the layout of the last arguments per
+    // thread: built after other blocks, other displacements, another map of
+    // as many ranks, or alone on a fresh thread, a schedule is the same.
+    const HostMap m = HostMap::from_layout({2, 2}), other = HostMap::from_labels({0, 1, 0, 1});
+    CollArgs v = args_for(Collective::Allgatherv, m, 1);
+    v.counts = {4, 1, 2, 3};
+    v.displs = {9, 0, 5, 1};
+    CollArgs equal = args_for(Collective::Allgather, m, 2);
+    for (const CollArgs& want_of : {v, equal}) {
+        CollArgs want = want_of;
+        std::vector<CollArgs> before(5, want);
+        before[0].counts = {3, 2, 1, 2};  // other blocks
+        before[1].displs = {0, 4, 5, 7};  // other displacements (packed in rank order)
+        before[2].hosts = &other;         // another map
+        before[3].coll = Collective::Allgather;
+        before[3].counts.clear();
+        before[3].displs.clear();
+        before[4].count = 3;  // another all-gather's block
+        const Algorithm& algo = find_algorithm(want.coll, "two_level_leaders");
+        for (int r = 0; r < 4; ++r) {
+            want.rank = r;
+            std::string alone;
+            std::thread([&] { alone = algo.build(want)->dump(); }).join();
+            for (CollArgs b : before) {
+                CollArgs reset = v;  // kept by none of them
+                reset.counts = {1, 1, 1, 1};
+                reset.displs = {3, 2, 1, 0};
+                b.rank = reset.rank = r;
+                CAPTURE(collective_name(want.coll), r, b.counts, b.displs, b.count, collective_name(b.coll),
+                        b.hosts == &other);
+                algo.build(reset);
+                find_algorithm(b.coll, "two_level_leaders").build(b);
+                REQUIRE(algo.build(want)->dump() == alone);
+            }
+        }
+    }
+}

@@ -42,8 +42,7 @@ std::unique_ptr<Schedule> build_halving_reduce_scatter(const CollArgs& a) {
     StepBuilder b(s, a, f.rounds + 2);  // fold, halving, post
     const size_t es = b.esize();
     std::vector<size_t> off(p + 1);
-    for (int i = 0; i < p; ++i) off[i] = a.block_offset(i);
-    off[p] = total;
+    for (int i = 0; i < p; ++i) off[i + 1] = off[i] + a.block_count(i);  // a running sum: O(p)
     std::vector<size_t> sb(f.pp + 1);
     for (int nr = 0; nr < f.pp; ++nr) sb[nr] = off[f.first_of(nr)];
     sb[f.pp] = total;

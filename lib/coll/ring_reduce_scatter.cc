@@ -40,10 +40,9 @@ std::unique_ptr<Schedule> build_ring_reduce_scatter(const CollArgs& a) {
     std::vector<size_t> off(p + 1);
     size_t largest = 0;
     for (int i = 0; i < p; ++i) {
-        off[i] = a.block_offset(i);
+        off[i + 1] = off[i] + a.block_count(i);  // a running sum: O(p)
         largest = std::max(largest, a.block_count(i));
     }
-    off[p] = total;
     const size_t mine = off[r + 1] - off[r];
     if (p == 1) {
         s.copy(b.at(Buf::Recv, 0), b.at(Buf::Send, 0), mine * es);

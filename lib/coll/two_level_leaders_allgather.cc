@@ -26,24 +26,73 @@
 
 namespace chorus::coll {
 
+namespace {
+
+// What every rank's schedule shares: the blocks, where they lie in Recv and
+// in the staging area, and whether the two are one. Whoever builds every
+// rank's schedule in turn (the cost model, 32768 ranks at 4096 hosts of 8)
+// would otherwise redo these O(ranks) passes for each rank: the last one is
+// kept per thread, with the arguments it was made from.
+struct Layout {
+    Layout(const CollArgs& a, const HostMap& m)
+        : coll(a.coll),
+          size(a.size),
+          count(a.count),
+          in_counts(a.counts),
+          in_displs(a.displs),
+          map(m),
+          counts(static_cast<size_t>(a.size)),
+          displs(counts.size()),
+          staged(host_order(m), fill(a, counts, displs)),
+          given(rank_order(a.size), counts, displs) {
+        direct = staged.identity();
+        for (int r = 0; r < a.size && direct; ++r) direct = displs[r] == staged.at(r);
+    }
+    bool made_from(const CollArgs& a, const HostMap& m) const {
+        return coll == a.coll && size == a.size && count == a.count && in_counts == a.counts && in_displs == a.displs &&
+               map == m;
+    }
+    // Every rank's block, in one pass (a.block() sums the counts before a
+    // block when there are no displacements).
+    static const std::vector<size_t>& fill(const CollArgs& a, std::vector<size_t>& counts,
+                                           std::vector<size_t>& displs) {
+        for (size_t r = 0, at = 0; r < counts.size(); ++r) {
+            counts[r] = a.counts.empty() ? a.count : a.counts[r];
+            displs[r] = a.displs.empty() ? at : a.displs[r];
+            at += counts[r];
+        }
+        return counts;
+    }
+
+    Collective coll;
+    int size;
+    size_t count;
+    std::vector<size_t> in_counts, in_displs;
+    HostMap map;
+    std::vector<size_t> counts, displs;
+    Staging staged, given;
+    bool direct = false;
+};
+
+std::shared_ptr<const Layout> layout_for(const CollArgs& a, const HostMap& m) {
+    thread_local std::shared_ptr<const Layout> last;
+    if (!last || !last->made_from(a, m)) last = std::make_shared<const Layout>(a, m);
+    return last;
+}
+
+}  // namespace
+
 // All-gather and all-gatherv alike (algorithm.cc registers it for both).
 std::unique_ptr<Schedule> build_two_level_leaders_allgather(const CollArgs& a) {
     Composer c(a);
     const HostView v(a);
     const bool leader = v.local == 0, equal = a.coll == Collective::Allgather;
     const size_t es = c.esize();
-    // Every rank's block, in one pass (a.block() sums the counts before a
-    // block when there are no displacements).
-    std::vector<size_t> counts(static_cast<size_t>(a.size)), displs(counts.size());
-    for (size_t r = 0, at = 0; r < counts.size(); ++r) {
-        counts[r] = a.counts.empty() ? a.count : a.counts[r];
-        displs[r] = a.displs.empty() ? at : a.displs[r];
-        at += counts[r];
-    }
-    const Staging staged(host_order(v.map), counts), given(rank_order(a.size), counts, displs);
+    const std::shared_ptr<const Layout> layout = layout_for(a, v.map);
+    const std::vector<size_t>& counts = layout->counts;
+    const Staging &staged = layout->staged, &given = layout->given;
     if (staged.total == 0) return c.finish();
-    bool direct = staged.identity();
-    for (int r = 0; r < a.size && direct; ++r) direct = displs[r] == staged.at(r);
+    const bool direct = layout->direct;
     const Place stage = direct ? Place::at(Buf::Recv, 0) : Place::at(Buf::Scratch, c.reserve(staged.total * es));
     auto super = [&](int h) { return staged.at(v.map.members(h)[0]); };
     const Place mine = Place::at(stage.buf, stage.offset + super(v.host) * es);
