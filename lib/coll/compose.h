@@ -53,7 +53,10 @@ long in_place_shift(const CollArgs& a);
 
 class Composer {
 public:
+    // `a` is referred to, not copied: it outlives the composer (a builder's
+    // own arguments).
     explicit Composer(const CollArgs& a);
+    explicit Composer(CollArgs&&) = delete;
     ~Composer();
     Composer(const Composer&) = delete;
     Composer& operator=(const Composer&) = delete;
@@ -101,7 +104,7 @@ private:
     // and its accesses noted for this phase.
     void order(StepId id, const Step& st, std::vector<StepId>& deps, bool note);
 
-    CollArgs a_;
+    const CollArgs& a_;
     size_t esize_;
     std::unique_ptr<Schedule> s_;
     std::unique_ptr<Hazards> hazards_;
