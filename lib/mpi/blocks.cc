@@ -8,12 +8,14 @@ namespace chorus_mpi {
 namespace {
 
 // The span of elements the blocks with data cover: [lo, hi) extents from
-// the buffer's address. Empty (lo == hi) when no block holds data.
-void span_of(const Shape& s, long long* lo, long long* hi) {
-    *lo = *hi = 0;
+// the buffer's address. Empty (lo == hi) when no block holds data. And
+// `held`, the elements of the blocks together (below hi - lo: gaps).
+void span_of(const Shape& s, long long* lo, long long* hi, long long* held) {
+    *lo = *hi = *held = 0;
     bool any = false;
     for (size_t i = 0; i < s.counts.size(); ++i) {
         if (s.counts[i] <= 0) continue;
+        *held += s.counts[i];
         const long long a = s.displs[i], b = a + s.counts[i];
         *lo = any ? std::min(*lo, a) : a;
         *hi = any ? std::max(*hi, b) : b;
@@ -119,8 +121,8 @@ int Pending::own_block(Fn fn, MPI_Comm comm, bool in_place, size_t me, const voi
 }
 
 void* view_blocks(HostStaging& st, const void* buf, const Shape& shape, MPI_Datatype type, bool read, bool write) {
-    long long lo = 0, hi = 0;
-    span_of(shape, &lo, &hi);
+    long long lo = 0, hi = 0, held = 0;
+    span_of(shape, &lo, &hi, &held);
     if (hi <= lo || !st.enabled() || type == MPI_DATATYPE_NULL) return const_cast<void*>(buf);
     MPI_Aint lb = 0, extent = 0;
     if (PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS) return const_cast<void*>(buf);
@@ -129,9 +131,7 @@ void* view_blocks(HostStaging& st, const void* buf, const Shape& shape, MPI_Data
     // An output whose blocks leave gaps between them keeps what is in the
     // gaps: the host copy starts as a copy of the user's buffer, or writing
     // it back would fill the gaps with whatever the host copy held.
-    long long covered = 0;
-    for (size_t i = 0; i < shape.counts.size(); ++i) covered += std::max(0, shape.counts[i]);
-    const bool gaps = covered < hi - lo;
+    const bool gaps = held < hi - lo;
     char* v = static_cast<char*>(st.view(first, static_cast<size_t>(hi - lo), type, read || (write && gaps), write));
     return v - shift;
 }
