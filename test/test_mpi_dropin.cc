@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,6 +84,65 @@ TEST_CASE("collectives run from several threads at once, each on its own communi
         CHECK(ok[t]);
     }
     REQUIRE(all_ranks(ok[0] && ok[1] && ok[2]));
+}
+
+TEST_CASE("a repeated call runs its own plan after another thread's call of another shape", "[mpi][dropin][threads]") {
+    // A call that repeats the thread's last one, which ran in place, runs
+    // the plan it ran then, unless another plan was made since. Threads
+    // take turns on one communicator: the first repeats its all-reduce of 3
+    // elements after the second ran a nonblocking one of 64. Were the
+    // plan of 64 run on the first thread's buffers, the elements past its 3
+    // would be written.
+    const int me = world_rank(), p = world_size();
+    chorus_comm_t c = nullptr;
+    REQUIRE(chorus_comm_create(MPI_COMM_WORLD, &c) == CHORUS_SUCCESS);
+    constexpr size_t kSmall = 3, kLarge = 64;
+    std::vector<float> x(kLarge + 8), y(kLarge + 8);
+    std::vector<float> u(kLarge), v(kLarge);
+    int bad = 0;
+    auto small = [&](int round) {
+        for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((me + 1) * (round + 1) + static_cast<int>(i));
+        std::fill(y.begin(), y.end(), -7.0f);
+        for (int k = 0; k < 2; ++k)  // the second one repeats the first
+            if (chorus_allreduce(x.data(), y.data(), kSmall, CHORUS_FLOAT32, CHORUS_SUM, c, nullptr) != CHORUS_SUCCESS)
+                ++bad;
+        const int ranks = p * (p + 1) / 2;
+        for (size_t i = 0; i < kSmall; ++i)
+            if (y[i] != static_cast<float>(ranks * (round + 1) + p * static_cast<int>(i))) ++bad;
+        for (size_t i = kSmall; i < y.size(); ++i)
+            if (y[i] != -7.0f) ++bad;
+    };
+    auto large = [&] {
+        std::fill(u.begin(), u.end(), 1.0f);
+        // Nonblocking: a plan made outside the in-place runner.
+        chorus_request_t r = nullptr;
+        if (chorus_iallreduce(u.data(), v.data(), kLarge, CHORUS_FLOAT32, CHORUS_SUM, c, nullptr, &r) !=
+                CHORUS_SUCCESS ||
+            chorus_wait(r) != CHORUS_SUCCESS)
+            ++bad;
+        for (float f : v)
+            if (f != static_cast<float>(p)) ++bad;
+    };
+    // The first thread stays alive across the second's call: its next call
+    // repeats its last one.
+    for (int round = 0; round < 3; ++round) {
+        std::promise<void> first_ran, second_ran;
+        std::thread first([&] {
+            small(round);
+            first_ran.set_value();
+            second_ran.get_future().wait();
+            small(round);
+        });
+        first_ran.get_future().wait();
+        std::thread second([&] {
+            large();
+            second_ran.set_value();
+        });
+        second.join();
+        first.join();
+    }
+    CHECK(bad == 0);
+    REQUIRE(chorus_comm_destroy(c) == CHORUS_SUCCESS);
 }
 
 TEST_CASE("communicators destroyed in different orders on different ranks", "[mpi][dropin]") {

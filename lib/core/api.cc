@@ -3,7 +3,6 @@
 #include <cstring>
 #include <memory>
 #include <new>
-#include <optional>
 
 #include "base/log.h"
 #include "chorus.h"
@@ -39,12 +38,21 @@ chorus_result_t invalid(Communicator* comm, const std::string& message) {
     return chorus::api::report(comm, CHORUS_ERR_INVALID_ARGUMENT, message);
 }
 
+// The message of a handle that names no live communicator (out of line:
+// the way of every call keeps no string in its frame).
+[[gnu::cold, gnu::noinline]] void not_live(chorus_comm_t handle, const char* fn) {
+    invalid(nullptr, chorus::cat(fn, ": comm is ", handle ? "not a live communicator" : "NULL",
+                                 " (destroyed, or never created)"));
+}
+
+[[gnu::cold, gnu::noinline]] chorus_result_t no_request(Communicator* c, const char* fn) {
+    return invalid(c, chorus::cat(fn, ": request (output) is NULL"));
+}
+
 // The live communicator of `handle`, or null with the message recorded.
-Communicator* live(chorus_comm_t handle, const char* fn) {
+inline Communicator* live(chorus_comm_t handle, const char* fn) {
     Communicator* c = chorus::api::find_comm(handle);
-    if (!c)
-        invalid(nullptr, chorus::cat(fn, ": comm is ", handle ? "not a live communicator" : "NULL",
-                                     " (destroyed, or never created)"));
+    if (!c) not_live(handle, fn);
     return c;
 }
 
@@ -105,35 +113,17 @@ ThreadCalls* thread_calls() {
     return t_calls;
 }
 
-// Every collective entry point: look up, validate, then start the call, and
-// wait for it unless `request` is given (the nonblocking twins).
-chorus_result_t collective(Form form, const char* fn, const chorus::api::Args& in, chorus_comm_t handle, void* stream,
-                           bool nonblocking, chorus_request_t* request) {
-    Communicator* c = live(handle, fn);
-    if (!c) return CHORUS_ERR_INVALID_ARGUMENT;
-    if (nonblocking) {
-        if (!request) return invalid(c, chorus::cat(fn, ": request (output) is NULL"));
-        *request = nullptr;
-    }
-    // The thread's call (a call made from inside another, from an idle hook,
-    // or while the thread exits, has its own, and checks everything).
-    ThreadCalls* t = thread_calls();
-    const bool outer = t && !t->in_use;
-    std::optional<chorus::api::Call> nested;
-    if (!outer) nested.emplace();
-    chorus::api::Call& call = outer ? t->call : *nested;
-    struct Use {
-        ThreadCalls* t;
-        bool was;
-        ~Use() {
-            if (t) t->in_use = was;
-        }
-    } use{t, t && t->in_use};
-    if (t) t->in_use = true;
-    Validated* last = outer ? &t->last : nullptr;
-    if (last && last->valid && last->form == form && last->comm == handle && same_args(last->in, in) &&
-        same_arrays(in, call.args, static_cast<size_t>(c->size()))) {
-        if (const chorus_result_t rc = chorus::api::check_not_failed(fn, c); rc != CHORUS_SUCCESS) return rc;
+// A call on `call` (the thread's, or one of its own): validate unless it
+// repeats `last` (the thread's last call, when `call` is the thread's), then
+// start it, and wait for it unless it is nonblocking.
+[[gnu::always_inline]] inline chorus_result_t run_call(Form form, const char* fn, const chorus::api::Args& in,
+                                                       chorus_comm_t handle, Communicator* c, void* stream,
+                                                       bool nonblocking, chorus_request_t* request,
+                                                       chorus::api::Call& call, Validated* last) {
+    const bool repeat = last && last->valid && last->form == form && last->comm == handle && same_args(last->in, in) &&
+                        same_arrays(in, call.args, static_cast<size_t>(c->size()));
+    if (repeat) {
+        if (c->failed_before_next()) return chorus::api::check_not_failed(fn, c);
     } else {
         if (last) last->valid = false;
         chorus_result_t rc = chorus::api::validate(form, fn, c, in, &call);
@@ -141,11 +131,36 @@ chorus_result_t collective(Form form, const char* fn, const chorus::api::Args& i
         if (last) *last = {form, handle, in, true};
     }
     return guarded(c, [&] {
-        if (!nonblocking) return c->run(call.args, call.send, call.recv, stream);
+        if (!nonblocking) return c->run(call.args, call.send, call.recv, stream, repeat);
         Operation* o = c->start(call.args, call.send, call.recv, stream);
         *request = chorus::api::add_request(handle, o);
         return CHORUS_SUCCESS;
     });
+}
+
+// Every collective entry point: look up, validate, then start the call, and
+// wait for it unless `request` is given (the nonblocking twins).
+chorus_result_t collective(Form form, const char* fn, const chorus::api::Args& in, chorus_comm_t handle, void* stream,
+                           bool nonblocking, chorus_request_t* request) {
+    Communicator* c = live(handle, fn);
+    if (!c) return CHORUS_ERR_INVALID_ARGUMENT;
+    if (nonblocking) {
+        if (!request) return no_request(c, fn);
+        *request = nullptr;
+    }
+    // The thread's call (a call made from inside another, from an idle hook,
+    // or while the thread exits, has its own, and checks everything).
+    ThreadCalls* t = thread_calls();
+    if (!t || t->in_use) {
+        chorus::api::Call own;
+        return run_call(form, fn, in, handle, c, stream, nonblocking, request, own, nullptr);
+    }
+    struct Use {
+        ThreadCalls* t;
+        ~Use() { t->in_use = false; }
+    } use{t};
+    t->in_use = true;
+    return run_call(form, fn, in, handle, c, stream, nonblocking, request, t->call, &t->last);
 }
 
 chorus::api::Args args(const void* sendbuf, void* recvbuf, size_t count, int datatype, int op = 0, int root = 0,

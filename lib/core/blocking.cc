@@ -6,6 +6,7 @@
 
 #include "core/communicator.h"
 #include "exec/inline_run.h"
+#include "net/shm/shm_transport.h"
 
 namespace chorus {
 
@@ -18,15 +19,25 @@ bool Communicator::run_inline(const coll::CollArgs& args, const void* sendbuf, v
         (sendbuf && !host_side(buffers_.device().kind(sendbuf))) ||
         (recvbuf && !host_side(buffers_.device().kind(recvbuf)))) {
         *planned = plan;
+        last_inline_.args = nullptr;
         return false;
     }
+    last_inline_ = {&args, plans_.version(), sendbuf, recvbuf};
+    *rc = run_planned_inline(args, plan, sendbuf, recvbuf);
+    return true;
+}
+
+chorus_result_t Communicator::run_planned_inline(const coll::CollArgs& args, const Plan& plan, const void* sendbuf,
+                                                 void* recvbuf) {
+    const Schedule& s = *plan.schedule;
     Resume r{next_seq_, s.uses_slots() ? next_slot_op_++ : 0, 0, 0};
     r.record = observer_.begin_call(r.seq, args, plan.algo->name, true);
     next_seq_ = net::next_operation_seq(next_seq_);
     Buffers b{sendbuf, recvbuf, nullptr, r.slot_op};
     uint64_t arrival = 0, *arrived = observer_.timing() ? &arrival : nullptr;
     try {
-        r.done = run_in_order(s, *transport_, b, waiter_.inline_polls(), arrived);
+        r.done = shm_ ? run_in_order_on(s, *shm_, b, waiter_.inline_polls(), arrived)
+                      : run_in_order(s, *transport_, b, waiter_.inline_polls(), arrived);
         if (arrived) observer_.arrived(r.record, arrival, args);
     } catch (const Error& e) {
         if (arrived) observer_.arrived(r.record, arrival, args);
@@ -35,23 +46,27 @@ bool Communicator::run_inline(const coll::CollArgs& args, const void* sendbuf, v
         tell_peers(e.code(), r.seq, why);
         mark_failed(r.seq, CHORUS_ERR_COMM_FAILED, why);
         last_error_ = why;
-        *rc = e.code();
         observer_.end_inline(r.record, r.done, e.code(), why);
-        return true;
+        return e.code();
     }
     if (r.done == s.steps().size()) {
-        *rc = CHORUS_SUCCESS;
         observer_.end_inline(r.record, r.done, CHORUS_SUCCESS, std::string());
-        return true;
+        return CHORUS_SUCCESS;
     }
     // A peer is late: the rest waits as any operation does.
     Operation* op = launch(args, plan, sendbuf, recvbuf, nullptr, &r);
     wait(op);
-    *rc = release(op);
-    return true;
+    return release(op);
 }
 
-chorus_result_t Communicator::run(coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream) {
+chorus_result_t Communicator::run(coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream, bool repeat) {
+    // A repeated call that ran in place last time, with nothing changed
+    // since: neither the plan nor the communicator's state (nothing in
+    // flight, not failed; CHORUS_CHECK and injected faults never run in
+    // place) nor the buffers.
+    if (repeat && last_inline_.args == &args && last_inline_.version == plans_.version() &&
+        last_inline_.send == sendbuf && last_inline_.recv == recvbuf && ops_.empty() && !stream && !failed_)
+        return run_planned_inline(args, plans_.last(), sendbuf, recvbuf);
     chorus_result_t rc;
     fill(args);
     Plan plan;

@@ -109,6 +109,7 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
       waiter_(config_, transport_->local_ranks()),
       watchdog_(config_),
       observer_(config_, *transport_, ops_) {
+    shm_ = dynamic_cast<net::ShmTransport*>(transport_.get());
     // Touch the scratch a pipelined operation needs once, up front.
     buffers_.warm(config_.chunk_bytes * static_cast<size_t>(config_.window));
     if (rank() == 0) {

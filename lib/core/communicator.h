@@ -25,6 +25,10 @@
 
 namespace chorus {
 
+namespace net {
+class ShmTransport;
+}
+
 class Communicator {
 public:
     // Collective over `comm`, all or nothing: duplicates it, reads the
@@ -68,8 +72,12 @@ public:
     // any, goes to last_error()).
     chorus_result_t release(Operation* op);
     // Blocking convenience: start + wait + release.
-    // `args` is filled in place (fill()), or a copy of it.
-    chorus_result_t run(coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream = nullptr);
+    // `args` is filled in place (fill()), or a copy of it. `repeat`: the
+    // caller vouches that `args` has not changed since the last call made
+    // with it here (the C API's repeated call), which then skips the plan
+    // and the checks when that call ran in place on the same buffers.
+    chorus_result_t run(coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream = nullptr,
+                        bool repeat = false);
     chorus_result_t run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream = nullptr) {
         coll::CollArgs copy = args;
         return run(copy, sendbuf, recvbuf, stream);
@@ -133,6 +141,9 @@ private:
     // leaves the plan in *plan for start_filled.
     bool run_inline(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream, chorus_result_t* rc,
                     Plan* plan);
+    // The part of run_inline after the checks: `plan` qualifies.
+    chorus_result_t run_planned_inline(const coll::CollArgs& args, const Plan& plan, const void* sendbuf,
+                                       void* recvbuf);
     // start() with `args` filled in place, and its plan when already made.
     Operation* start_filled(coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream, const Plan* plan);
     // CHORUS_CHECK: exchange the call's fingerprint first (and, for the v
@@ -146,6 +157,7 @@ private:
     Config config_;
     std::unique_ptr<net::Bootstrap> boot_;  // before the transport: it outlives it
     std::unique_ptr<net::Transport> transport_;
+    net::ShmTransport* shm_ = nullptr;  // transport_, when it is the shared-memory one (slot calls inline)
     int rank_, size_;
     std::shared_ptr<const coll::HostMap> hosts_;  // which ranks share a host
     OpBuffers buffers_;
@@ -159,6 +171,17 @@ private:
     Observer observer_;  // records, traces, hang reports: reads ops_
     uint64_t next_seq_ = 0;
     uint64_t next_slot_op_ = 0;
+    // The last call run in place: its arguments (the caller's object), the
+    // plan's version and the buffers. A repeated call with all of them
+    // unchanged runs that plan at once (the buffers were host memory then,
+    // and an address the host's allocator handed out never becomes device
+    // memory).
+    struct LastInline {
+        const coll::CollArgs* args = nullptr;
+        uint64_t version = 0;
+        const void* send = nullptr;
+        void* recv = nullptr;
+    } last_inline_;
     uint64_t id_ = 0;  // agreed at creation
     void (*idle_fn_)(void*) = nullptr;
     void* idle_arg_ = nullptr;

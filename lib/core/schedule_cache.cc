@@ -98,6 +98,7 @@ const Plan& ScheduleCache::plan(const coll::CollArgs& args) {
     const coll::Algorithm& algo = choose(args);
     last_ = Plan{&algo, schedule(args, algo)};
     last_args_ = args;
+    ++version_;
     return last_;
 }
 

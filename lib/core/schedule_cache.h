@@ -30,6 +30,11 @@ public:
     // Valid until the next call. A two-stage algorithm's schedule is its
     // first stage (coll/two_stage.h).
     const Plan& plan(const coll::CollArgs& args);
+    // Changes whenever plan() makes a new plan: a caller that kept a plan
+    // for arguments that have not changed since may use it while this holds.
+    uint64_t version() const { return version_; }
+    // The plan plan() made last.
+    const Plan& last() const { return last_; }
     // The schedule of a given algorithm for these arguments (a two-stage
     // one's first stage, or with `second` its second: args.host_sizes
     // filled on the gatherer).
@@ -58,6 +63,7 @@ private:
 
     coll::Selector selector_;
     bool log_choices_;
+    uint64_t version_ = 0;
     // CHORUS_ALGO, resolved once per collective (nullptr: choose).
     std::vector<const coll::Algorithm*> forced_;
     // Per collective: whether the forced algorithm was logged as taken (1)

@@ -25,6 +25,17 @@ namespace chorus_mpi {
 int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
               MPI_Request* request) {
     const Fn fn = which(kAllreduce, request);
+    if (!request && count >= 0 && recvbuf != MPI_IN_PLACE) {  // the quick way (intercept.h)
+        Target t;
+        chorus_datatype_t dt;
+        chorus_op_t cop;
+        if (quick_target(comm, &t) && map_reduction(type, op, &dt, &cop)) {
+            const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+            return quick_run(fn, comm, t, [&] {
+                return chorus_allreduce(send, recvbuf, static_cast<size_t>(count), dt, cop, t.cc, nullptr);
+            });
+        }
+    }
     return intercept(
         fn, comm, request,
         [&](HostStaging& st) {
@@ -53,6 +64,21 @@ int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, 
 int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
            MPI_Request* request) {
     const Fn fn = which(kReduce, request);
+    if (!request && count >= 0) {  // the quick way (intercept.h)
+        Target t;
+        chorus_datatype_t dt;
+        chorus_op_t cop;
+        if (quick_target(comm, &t) && root >= 0 && root < t.size && map_reduction(type, op, &dt, &cop)) {
+            const bool is_root = t.rank == root;
+            if (is_root ? recvbuf != MPI_IN_PLACE : sendbuf != MPI_IN_PLACE) {
+                const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+                void* recv = is_root ? recvbuf : nullptr;
+                return quick_run(fn, comm, t, [&] {
+                    return chorus_reduce(send, recv, static_cast<size_t>(count), dt, cop, root, t.cc, nullptr);
+                });
+            }
+        }
+    }
     return intercept(
         fn, comm, request,
         [&](HostStaging& st) {
@@ -163,6 +189,14 @@ int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, MP
 // one packed around the call (Blocks), as in movement.cc.
 int bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* request) {
     const Fn fn = which(kBcast, request);
+    if (!request && count >= 0 && buffer != MPI_IN_PLACE) {  // the quick way (intercept.h)
+        Target t;
+        size_t unit;
+        if (quick_target(comm, &t) && root >= 0 && root < t.size && (unit = basic_size(type)) != 0)
+            return quick_run(fn, comm, t, [&] {
+                return chorus_broadcast(buffer, buffer, elems(count) * unit, CHORUS_UINT8, root, t.cc, nullptr);
+            });
+    }
     return intercept(
         fn, comm, request,
         [&](HostStaging& st) {

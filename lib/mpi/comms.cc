@@ -15,7 +15,8 @@
 
 namespace chorus_mpi {
 
-namespace {
+std::atomic<uint64_t> g_generation{0};
+thread_local LastLookup t_last CHORUS_MPI_TLS;
 
 struct Entry {
     uint64_t seq = 0;  // creation order on this rank
@@ -26,6 +27,8 @@ struct Entry {
     chorus_result_t failure_result = CHORUS_SUCCESS;
     std::string failure;  // non-empty: creation failed on some rank
 };
+
+namespace {
 
 struct Registry {
     std::mutex mutex;
@@ -39,18 +42,6 @@ Registry& registry() {
     static Registry* r = new Registry;
     return *r;
 }
-
-// The last communicator a thread looked up, so that a loop of calls on one
-// communicator skips PMPI_Comm_get_attr. Any deletion changes the
-// generation, which voids every thread's cache (a freed handle may come
-// back for a new communicator).
-std::atomic<uint64_t> g_generation{0};
-struct LastLookup {
-    MPI_Comm comm = MPI_COMM_NULL;
-    Entry* entry = nullptr;
-    uint64_t generation = 0;
-};
-thread_local LastLookup t_last CHORUS_MPI_TLS;
 
 // While a Chorus call on the communicator waits: one turn of MPI's
 // progress engine (see collectives.cc), and of the interposer's requests on
@@ -154,8 +145,9 @@ Gate chorus_comm_of(Fn fn, MPI_Comm comm, Target* out, int* error) {
         int found = 0;
         PMPI_Comm_get_attr(comm, registry().keyval, &value, &found);
         e = found ? static_cast<Entry*>(value) : create_entry(comm);
-        t_last = {comm, e, generation};
+        t_last = {comm, e, generation, nullptr};
     }
+    t_last.ready = nullptr;
     if (e->inter) return Gate::Pass;
     if (!e->failure.empty()) {
         *error = raise_error(comm, e->failure_result, std::string(fn_name(fn)) + ": " + e->failure);
@@ -163,6 +155,7 @@ Gate chorus_comm_of(Fn fn, MPI_Comm comm, Target* out, int* error) {
     }
     if (!e->target.cc) return Gate::Pass;  // destroyed by teardown
     *out = e->target;
+    t_last.ready = &e->target;
     return Gate::Chorus;
 }
 

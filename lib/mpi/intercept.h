@@ -283,6 +283,35 @@ private:
     std::unique_ptr<Pending> heap_;
 };
 
+// The quick way of a blocking call whose thread's last lookup was this
+// communicator, ready for Chorus (chorus_comm_of), with the gate open and no
+// request in flight: what intercept() and chorus_comm_of would decide, from
+// a few loads. *t is the communicator's target. A call that does not take it
+// goes the whole way, which decides alike (and reports what is wrong).
+inline bool quick_target(MPI_Comm comm, Target* t) {
+    if (t_inside != 0 || !g_gate_open.load(std::memory_order_acquire)) return false;
+    const LastLookup& last = t_last;
+    if (!last.ready || last.comm != comm || last.generation != g_generation.load(std::memory_order_acquire) ||
+        requests_live())
+        return false;
+    *t = *last.ready;
+    return true;
+}
+
+// Runs a blocking Chorus call that took the quick way: counted, inside
+// Chorus, its result as an MPI code (as run_chorus, with no lane to take:
+// no request is in flight).
+template <typename F>
+int quick_run(Fn fn, MPI_Comm comm, const Target& t, F&& call) {
+    count_intercepted(fn);
+    chorus_result_t rc;
+    {
+        InsideChorus inside;
+        rc = call();
+    }
+    return finish(fn, comm, t.cc, rc);
+}
+
 // `pmpi(staging)` is called as to_pmpi describes; `body(call)` tries
 // Chorus, returning kPassThrough to hand the call to PMPI after all. Calls
 // from Chorus itself, and those MPI is not running for, go to PMPI as they

@@ -13,6 +13,7 @@
 #include <chorus.h>
 #include <mpi.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -81,12 +82,17 @@ enum class Policy { All, Device, None, Bad };
 
 // While > 0 the current thread is inside Chorus (or inside this library's
 // own bookkeeping), and every MPI call it makes goes straight to PMPI.
+extern thread_local int t_inside CHORUS_MPI_TLS;
 struct InsideChorus {
-    InsideChorus();
-    ~InsideChorus();
+    InsideChorus() { ++t_inside; }
+    ~InsideChorus() { --t_inside; }
     InsideChorus(const InsideChorus&) = delete;
     InsideChorus& operator=(const InsideChorus&) = delete;
 };
+// True from the first call after MPI_Init that finds the policy lets calls
+// reach Chorus (all, or device in a build with CUDA) until teardown: what
+// open_gate() says of every call on a communicator, read in one load.
+extern std::atomic<bool> g_gate_open;
 bool inside_chorus();
 
 // What the start of an intercepted function decided.
@@ -136,6 +142,23 @@ struct Target {
 // (intercommunicators), or Gate::Refused after raising an error.
 Gate chorus_comm_of(Fn fn, MPI_Comm comm, Target* out, int* error);
 
+// The last communicator a thread looked up, so that a loop of calls on one
+// communicator skips PMPI_Comm_get_attr. Any deletion changes the
+// generation, which voids every thread's cache (a freed handle may come
+// back for a new communicator). `ready`: its target, when chorus_comm_of
+// returned Gate::Chorus for it. Constant-initialized (MPI_COMM_NULL is an
+// address in some MPIs: a thread_local with a dynamic initializer costs a
+// call on every access).
+struct Entry;
+struct LastLookup {
+    MPI_Comm comm{};
+    Entry* entry = nullptr;
+    uint64_t generation = 0;
+    const Target* ready = nullptr;
+};
+extern std::atomic<uint64_t> g_generation;
+extern thread_local LastLookup t_last CHORUS_MPI_TLS;
+
 // Create the attribute keyval; register the finalize hook on MPI_COMM_SELF.
 void init_comms();
 // Destroy the communicators that are left (teardown's first half).
@@ -159,6 +182,9 @@ struct Layout {
 };
 // False for MPI_DATATYPE_NULL or a negative count (left to PMPI to report).
 bool layout_of(MPI_Datatype type, int count, Layout* out);
+// The size of a predefined datatype (stored in order, no gaps), or 0 for
+// any other (the blocking calls' quick way: intercept.h).
+size_t basic_size(MPI_Datatype type);
 
 // PMPI_Pack and PMPI_Unpack, with the same arguments, that also take
 // MPI_BOTTOM as the user's buffer (MPICH's own refuse it).

@@ -158,6 +158,20 @@ int scatter_any(Call& call, Fn fn, const void* sendbuf, MPI_Datatype sendtype, v
 int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
            MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
     const Fn fn = which(kGather, request);
+    if (!request && sendbuf != MPI_IN_PLACE && sendcount >= 0) {  // the quick way (intercept.h)
+        Target t;
+        size_t su;
+        if (quick_target(comm, &t) && root >= 0 && root < t.size && (su = basic_size(sendtype)) != 0) {
+            const size_t n = elems(sendcount) * su;
+            if (t.rank != root)
+                return quick_run(fn, comm, t,
+                                 [&] { return chorus_gather(sendbuf, nullptr, n, CHORUS_UINT8, root, t.cc, nullptr); });
+            const size_t ru = recvcount >= 0 && recvbuf != MPI_IN_PLACE ? basic_size(recvtype) : 0;
+            if (ru != 0 && elems(recvcount) * ru == n)
+                return quick_run(fn, comm, t,
+                                 [&] { return chorus_gather(sendbuf, recvbuf, n, CHORUS_UINT8, root, t.cc, nullptr); });
+        }
+    }
     return intercept(
         fn, comm, request,
         [&](HostStaging& st) {
@@ -210,6 +224,22 @@ int gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
 int scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
             MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
     const Fn fn = which(kScatter, request);
+    if (!request && recvbuf != MPI_IN_PLACE && recvcount >= 0) {  // the quick way (intercept.h)
+        Target t;
+        size_t ru;
+        if (quick_target(comm, &t) && root >= 0 && root < t.size && (ru = basic_size(recvtype)) != 0) {
+            const size_t n = elems(recvcount) * ru;
+            if (t.rank != root)
+                return quick_run(fn, comm, t, [&] {
+                    return chorus_scatter(nullptr, recvbuf, n, CHORUS_UINT8, root, t.cc, nullptr);
+                });
+            const size_t su = sendcount >= 0 && sendbuf != MPI_IN_PLACE ? basic_size(sendtype) : 0;
+            if (su != 0 && elems(sendcount) * su == n)
+                return quick_run(fn, comm, t, [&] {
+                    return chorus_scatter(sendbuf, recvbuf, n, CHORUS_UINT8, root, t.cc, nullptr);
+                });
+        }
+    }
     return intercept(
         fn, comm, request,
         [&](HostStaging& st) {

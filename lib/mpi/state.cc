@@ -11,9 +11,15 @@
 
 namespace chorus_mpi {
 
+thread_local int t_inside CHORUS_MPI_TLS = 0;
+std::atomic<bool> g_gate_open{false};
+
 namespace {
 
-thread_local int t_inside CHORUS_MPI_TLS = 0;
+// The statistics, outside State: counted on the way of every call, where a
+// function's static costs a guard check.
+std::atomic<unsigned long long> g_intercepted[kNumFns] = {};
+std::atomic<unsigned long long> g_passed[kNumFns] = {};
 
 struct State {
     std::mutex mutex;                   // first-call initialization, error codes
@@ -25,8 +31,8 @@ struct State {
     bool log_info = false;   // CHORUS_LOG=info or debug
     bool stage_all = false;  // CHORUS_MPI_STAGING=all
     int world_rank = 0;
-    std::atomic<unsigned long long> intercepted[kNumFns] = {};
-    std::atomic<unsigned long long> passed[kNumFns] = {};
+    std::atomic<unsigned long long> (&intercepted)[kNumFns] = g_intercepted;
+    std::atomic<unsigned long long> (&passed)[kNumFns] = g_passed;
     int error_class = -1;
     int error_codes[16] = {};  // per chorus_result_t, 0 until first used
 };
@@ -74,6 +80,8 @@ void initialize(State& s) {
             note = ": every call goes to MPI";
         if (s.policy != Policy::Bad) log_line("info", "MPI interposer: CHORUS_MPI_INTERCEPT=" + s.policy_text + note);
     }
+    g_gate_open.store(s.policy == Policy::All || (s.policy == Policy::Device && chorus_has_cuda()),
+                      std::memory_order_release);
     s.ready.store(true);
 }
 
@@ -114,12 +122,6 @@ const char* fn_name(Fn fn) {
     return "?";
 }
 
-InsideChorus::InsideChorus() {
-    ++t_inside;
-}
-InsideChorus::~InsideChorus() {
-    --t_inside;
-}
 bool inside_chorus() {
     return t_inside > 0;
 }
@@ -156,10 +158,10 @@ bool stage_host_buffers() {
 }
 
 void count_intercepted(Fn fn) {
-    state().intercepted[fn].fetch_add(1, std::memory_order_relaxed);
+    g_intercepted[fn].fetch_add(1, std::memory_order_relaxed);
 }
 void count_passed(Fn fn) {
-    state().passed[fn].fetch_add(1, std::memory_order_relaxed);
+    g_passed[fn].fetch_add(1, std::memory_order_relaxed);
 }
 
 int raise_error(MPI_Comm comm, chorus_result_t result, const std::string& message) {
@@ -198,6 +200,7 @@ bool torn_down() {
 void teardown() {
     State& s = state();
     if (!s.ready.load() || s.finished.exchange(true)) return;
+    g_gate_open.store(false, std::memory_order_release);
     destroy_all_comms();
     if (!s.log_info || s.world_rank != 0) return;
     unsigned long long in = 0, out = 0;

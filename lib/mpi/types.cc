@@ -151,9 +151,28 @@ bool map_uncached(MPI_Datatype type, MPI_Op op, chorus_datatype_t* dt, chorus_op
 
 }  // namespace
 
+namespace {
+// The thread's last predefined type, for loops that repeat one call
+// (constant-initialized: no guard on the way).
+thread_local const Basic* t_last_basic CHORUS_MPI_TLS = nullptr;
+const Basic* basic(MPI_Datatype type) {
+    const Basic* b = t_last_basic;
+    if (b && b->type == type) return b;
+    b = find(type);
+    if (b) t_last_basic = b;
+    return b;
+}
+}  // namespace
+
+size_t basic_size(MPI_Datatype type) {
+    if (type == MPI_DATATYPE_NULL) return 0;
+    const Basic* b = basic(type);
+    return b ? b->size : 0;
+}
+
 bool layout_of(MPI_Datatype type, int count, Layout* out) {
     if (type == MPI_DATATYPE_NULL || count < 0) return false;
-    if (const Basic* b = find(type)) {
+    if (const Basic* b = basic(type)) {
         out->bytes = static_cast<size_t>(count) * b->size;
         out->direct = true;
         out->extent = static_cast<MPI_Aint>(b->size);

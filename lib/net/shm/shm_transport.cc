@@ -49,6 +49,9 @@ ShmTransport::ShmTransport(std::unique_ptr<Transport> inner, size_t eager_bytes,
     seg_ = shm::Segment(segment, static_cast<int>(local_ranks_.size()));
     me_local_ = local_index[me];
     all_local_ = static_cast<int>(local_ranks_.size()) == n;
+    me_ = me;
+    if (all_local_)
+        for (int r = 0; r < n; ++r) areas_.push_back(seg_.slots(peers_[r].local));
 }
 
 ShmTransport::~ShmTransport() {
@@ -375,34 +378,11 @@ void ShmTransport::check_peers() {
 // ---------------------------------------------------------------------------
 // Publish slots
 
-char* ShmTransport::slot(int rank, uint64_t n) {
-    return seg_.slots(peers_[rank].local)->slots[n % shm::kPubSlots].data;
-}
-
-bool ShmTransport::slot_free(uint64_t n) {
-    if (n < shm::kPubSlots) return true;
-    const uint64_t need = n - shm::kPubSlots + 1;
-    // The peers' counts are read only when the last reading does not say
-    // enough: in a steady stream of calls they are a few operations ahead,
-    // so most calls touch no peer's line here.
-    if (free_through_ >= need) return true;
+bool ShmTransport::refresh_free(uint64_t need) {
     uint64_t least = UINT64_MAX;
     for (int i = 0; i < seg_.local(); ++i) least = std::min(least, seg_.slots(i)->done.load(std::memory_order_acquire));
     free_through_ = least;
     return least >= need;
-}
-
-void ShmTransport::publish(uint64_t n) {
-    seg_.slots(me_local_)->slots[n % shm::kPubSlots].op.store(n + 1, std::memory_order_release);
-}
-
-bool ShmTransport::published(int rank, uint64_t n) {
-    if (dead_ >= 0) peer_failed();
-    return seg_.slots(peers_[rank].local)->slots[n % shm::kPubSlots].op.load(std::memory_order_acquire) == n + 1;
-}
-
-void ShmTransport::slot_done(uint64_t n) {
-    seg_.slots(me_local_)->done.store(done_.finish(n), std::memory_order_release);
 }
 
 void ShmTransport::slot_memory(void** base, size_t* bytes) const {

@@ -73,12 +73,33 @@ public:
     bool poll_notice(int* source, std::string* notice) override { return inner_->poll_notice(source, notice); }
     void flush_notices(int ms) override { inner_->flush_notices(ms); }
 
+    // The slot calls are defined here, so that a caller that knows the
+    // transport is this one (exec/inline_run.cc) runs them inline: a small
+    // collective is a handful of them.
     size_t slot_bytes() const override { return all_local_ ? shm::kPubBytes : 0; }
-    char* slot(int rank, uint64_t n) override;
-    bool slot_free(uint64_t n) override;
-    void publish(uint64_t n) override;
-    bool published(int rank, uint64_t n) override;
-    void slot_done(uint64_t n) override;
+    char* slot(int rank, uint64_t n) override { return areas_[rank]->slots[n % shm::kPubSlots].data; }
+    bool slot_free(uint64_t n) override {
+        // The peers' counts are read only when the last reading does not say
+        // enough: in a steady stream of calls they are a few operations
+        // ahead, so most calls touch no peer's line here.
+        return n < shm::kPubSlots || free_through_ >= n - shm::kPubSlots + 1 || refresh_free(n - shm::kPubSlots + 1);
+    }
+    void publish(uint64_t n) override {
+        areas_[me_]->slots[n % shm::kPubSlots].op.store(n + 1, std::memory_order_release);
+    }
+    bool published(int rank, uint64_t n) override {
+        if (dead_ >= 0) peer_failed();
+        shm::SlotArea* a = areas_[rank];
+        if (a->slots[n % shm::kPubSlots].op.load(std::memory_order_acquire) != n + 1) return false;
+        // The peer's next slot (its flag line and the next, 112 bytes of
+        // data): in a loop of calls it is often in already, and arrives
+        // while this operation goes on.
+        const char* next = reinterpret_cast<const char*>(&a->slots[(n + 1) % shm::kPubSlots]);
+        __builtin_prefetch(next);
+        __builtin_prefetch(next + 64);
+        return true;
+    }
+    void slot_done(uint64_t n) override { areas_[me_]->done.store(done_.finish(n), std::memory_order_release); }
     void slot_memory(void** base, size_t* bytes) const override;
 
     // Cross-memory attach (shm/cma.h), when create() found it works between
@@ -128,6 +149,9 @@ private:
     Handle wrap(Handle inner, int peer);  // an inner transport's transfer
     void free_request(Request* r);
     [[noreturn]] void peer_failed() const;
+    // Reads every local rank's count of finished slot operations; whether
+    // all have finished `need`.
+    bool refresh_free(uint64_t need);
 
     std::unique_ptr<Transport> inner_;
     size_t eager_;
@@ -142,7 +166,9 @@ private:
     size_t mapped_bytes_ = 0;
     int dead_ = -1;  // a local rank found dead: shared memory can no longer be trusted
     SlotCount done_;
-    uint64_t free_through_ = 0;  // every local rank has completed this many slot operations
+    int me_ = 0;                         // this rank
+    std::vector<shm::SlotArea*> areas_;  // each rank's publish slots, by communicator rank (all local)
+    uint64_t free_through_ = 0;          // every local rank has completed this many slot operations
     std::vector<Request*> spare_;
     std::list<Message> spare_messages_;  // nodes of taken unexpected messages, for reuse
     size_t inner_pending_ = 0;           // the inner transport's transfers in flight
