@@ -76,7 +76,7 @@ public:
     // reads it after published(peer, n). slot_done(n) says this rank is done
     // with operation n (in any order: the count advances over the finished
     // prefix).
-    static constexpr uint64_t kSlots = 4;
+    static constexpr uint64_t kSlots = 8;
     virtual size_t slot_bytes() const { return 0; }
     virtual char* slot(int rank, uint64_t n) {
         (void)rank, (void)n;

@@ -21,7 +21,7 @@ namespace chorus::net::shm {
 
 constexpr size_t kCells = 64;        // per inbound queue
 constexpr size_t kCellBytes = 4096;  // a cell, header included
-constexpr size_t kPubSlots = 4;      // slot operations in flight
+constexpr size_t kPubSlots = 8;      // slot operations in flight
 constexpr size_t kPubBytes = 16368;  // payload of a publish slot
 
 // A cell: 32 bytes of header, then the payload, so a message of up to 32
