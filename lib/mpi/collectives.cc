@@ -25,17 +25,8 @@ namespace chorus_mpi {
 int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
               MPI_Request* request) {
     const Fn fn = which(kAllreduce, request);
-    if (!request && count >= 0 && recvbuf != MPI_IN_PLACE) {  // the quick way (intercept.h)
-        Target t;
-        chorus_datatype_t dt;
-        chorus_op_t cop;
-        if (quick_target(comm, &t) && map_reduction(type, op, &dt, &cop)) {
-            const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-            return quick_run(fn, comm, t, [&] {
-                return chorus_allreduce(send, recvbuf, static_cast<size_t>(count), dt, cop, t.cc, nullptr);
-            });
-        }
-    }
+    if (int rc; !request && quick_reduction(fn, comm, sendbuf, recvbuf, count, type, op, chorus_allreduce, &rc))
+        return rc;  // the quick way (intercept.h)
     return intercept(
         fn, comm, request,
         [&](HostStaging& st) {
@@ -115,17 +106,9 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI
 int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                          MPI_Request* request) {
     const Fn fn = which(kReduceScatterBlock, request);
-    if (!request && recvcount >= 0 && recvbuf != MPI_IN_PLACE) {  // the quick way (intercept.h)
-        Target t;
-        chorus_datatype_t dt;
-        chorus_op_t cop;
-        if (quick_target(comm, &t) && map_reduction(type, op, &dt, &cop)) {
-            const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-            return quick_run(fn, comm, t, [&] {
-                return chorus_reduce_scatter(send, recvbuf, static_cast<size_t>(recvcount), dt, cop, t.cc, nullptr);
-            });
-        }
-    }
+    if (int rc;
+        !request && quick_reduction(fn, comm, sendbuf, recvbuf, recvcount, type, op, chorus_reduce_scatter, &rc))
+        return rc;  // the quick way (intercept.h)
     return intercept(
         fn, comm, request,
         [&](HostStaging& st) {
@@ -251,15 +234,9 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
               MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
     const Fn fn = which(kAllgather, request);
     const bool in_place = sendbuf == MPI_IN_PLACE;
-    if (!request && !in_place && sendcount >= 0 && recvcount >= 0 && recvbuf != MPI_IN_PLACE) {  // the quick way
-        Target t;
-        size_t su, ru;
-        if (quick_target(comm, &t) && (su = basic_size(sendtype)) != 0 && (ru = basic_size(recvtype)) != 0 &&
-            elems(sendcount) * su == elems(recvcount) * ru)
-            return quick_run(fn, comm, t, [&] {
-                return chorus_allgather(sendbuf, recvbuf, elems(recvcount) * ru, CHORUS_UINT8, t.cc, nullptr);
-            });
-    }
+    if (int rc; !request && quick_blocks(fn, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                         chorus_allgather, &rc))
+        return rc;  // the quick way (intercept.h)
     return intercept(
         fn, comm, request,
         [&](HostStaging& st) {

@@ -312,6 +312,40 @@ int quick_run(Fn fn, MPI_Comm comm, const Target& t, F&& call) {
     return finish(fn, comm, t.cc, rc);
 }
 
+// The quick way of the reductions called as chorus(send, recv, count,
+// datatype, op, comm, stream): all-reduce, and reduce-scatter of blocks
+// (count: each rank's block). True with *rc set when it was taken.
+template <typename Chorus>
+bool quick_reduction(Fn fn, MPI_Comm comm, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                     Chorus chorus, int* rc) {
+    Target t;
+    chorus_datatype_t dt;
+    chorus_op_t cop;
+    if (count < 0 || recvbuf == MPI_IN_PLACE || !quick_target(comm, &t) || !map_reduction(type, op, &dt, &cop))
+        return false;
+    const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    *rc = quick_run(fn, comm, t,
+                    [&] { return chorus(send, recvbuf, static_cast<size_t>(count), dt, cop, t.cc, nullptr); });
+    return true;
+}
+
+// The quick way of the regular data-movement calls called as chorus(send,
+// recv, block bytes, CHORUS_UINT8, comm, stream): all-gather, all-to-all;
+// not in place, both sides' predefined types agreeing on the block's bytes.
+template <typename Chorus>
+bool quick_blocks(Fn fn, MPI_Comm comm, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, Chorus chorus, int* rc) {
+    Target t;
+    size_t su, ru;
+    if (sendbuf == MPI_IN_PLACE || recvbuf == MPI_IN_PLACE || sendcount < 0 || recvcount < 0 ||
+        !quick_target(comm, &t) || (su = basic_size(sendtype)) == 0 || (ru = basic_size(recvtype)) == 0 ||
+        elems(sendcount) * su != elems(recvcount) * ru)
+        return false;
+    const size_t block = elems(recvcount) * ru;
+    *rc = quick_run(fn, comm, t, [&] { return chorus(sendbuf, recvbuf, block, CHORUS_UINT8, t.cc, nullptr); });
+    return true;
+}
+
 // `pmpi(staging)` is called as to_pmpi describes; `body(call)` tries
 // Chorus, returning kPassThrough to hand the call to PMPI after all. Calls
 // from Chorus itself, and those MPI is not running for, go to PMPI as they

@@ -91,15 +91,9 @@ int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* re
              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
     const Fn fn = which(kAlltoall, request);
     const bool in_place = sendbuf == MPI_IN_PLACE;
-    if (!request && !in_place && sendcount >= 0 && recvcount >= 0 && recvbuf != MPI_IN_PLACE) {  // the quick way
-        Target t;
-        size_t su, ru;
-        if (quick_target(comm, &t) && (su = basic_size(sendtype)) != 0 && (ru = basic_size(recvtype)) != 0 &&
-            elems(sendcount) * su == elems(recvcount) * ru)
-            return quick_run(fn, comm, t, [&] {
-                return chorus_alltoall(sendbuf, recvbuf, elems(recvcount) * ru, CHORUS_UINT8, t.cc, nullptr);
-            });
-    }
+    if (int rc; !request && quick_blocks(fn, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                         chorus_alltoall, &rc))
+        return rc;  // the quick way (intercept.h)
     return intercept(
         fn, comm, request,
         [&](HostStaging& st) {

@@ -17,14 +17,13 @@ namespace chorus_mpi {
 
 namespace {
 
-// all.size(), outside the table: read on the way of every intercepted call,
+// The table's all.size(), outside it: read on the way of every intercepted call,
 // where a function's static costs a guard check.
 std::atomic<size_t> g_live{0};
 
 struct Table {
     std::mutex mutex;
     std::vector<RequestPtr> all;
-    std::atomic<size_t>& live = g_live;
     std::atomic<size_t> running{0};  // those not done
 };
 
@@ -61,7 +60,7 @@ void add(const RequestPtr& r) {
     Table& t = table();
     std::lock_guard<std::mutex> lock(t.mutex);
     t.all.push_back(r);
-    t.live.store(t.all.size(), std::memory_order_release);
+    g_live.store(t.all.size(), std::memory_order_release);
     t.running.fetch_add(1, std::memory_order_acq_rel);
 }
 
@@ -71,7 +70,7 @@ void erase_locked(Table& t, const Request* r) {
     if (it == t.all.end()) return;
     std::swap(*it, t.all.back());
     t.all.pop_back();
-    t.live.store(t.all.size(), std::memory_order_release);
+    g_live.store(t.all.size(), std::memory_order_release);
 }
 
 // One thread at a time tests or completes a request.
@@ -156,7 +155,7 @@ bool requests_live() {
 }
 
 size_t table_size() {
-    return table().live.load(std::memory_order_acquire);
+    return g_live.load(std::memory_order_acquire);
 }
 
 size_t running_requests() {

@@ -31,8 +31,6 @@ struct State {
     bool log_info = false;   // CHORUS_LOG=info or debug
     bool stage_all = false;  // CHORUS_MPI_STAGING=all
     int world_rank = 0;
-    std::atomic<unsigned long long> (&intercepted)[kNumFns] = g_intercepted;
-    std::atomic<unsigned long long> (&passed)[kNumFns] = g_passed;
     int error_class = -1;
     int error_codes[16] = {};  // per chorus_result_t, 0 until first used
 };
@@ -205,15 +203,15 @@ void teardown() {
     if (!s.log_info || s.world_rank != 0) return;
     unsigned long long in = 0, out = 0;
     for (int f = 0; f < kNumFns; ++f) {
-        in += s.intercepted[f].load();
-        out += s.passed[f].load();
+        in += g_intercepted[f].load();
+        out += g_passed[f].load();
     }
     log_line("info", "MPI interposer statistics (rank 0, CHORUS_MPI_INTERCEPT=" + s.policy_text +
                          "): " + std::to_string(in) + " calls intercepted, " + std::to_string(out) + " passed through");
     for (int f = 0; f < kNumFns; ++f) {
         char line[160];
         std::snprintf(line, sizeof line, "  %s: %llu intercepted, %llu passed through", fn_name(static_cast<Fn>(f)),
-                      s.intercepted[f].load(), s.passed[f].load());
+                      g_intercepted[f].load(), g_passed[f].load());
         log_line("info", line);
     }
 }
@@ -224,12 +222,12 @@ void teardown() {
 // on this rank, over every intercepted function.
 extern "C" unsigned long long chorus_mpi_intercepted_calls(void) {
     unsigned long long n = 0;
-    for (auto& c : chorus_mpi::state().intercepted) n += c.load();
+    for (auto& c : chorus_mpi::g_intercepted) n += c.load();
     return n;
 }
 
 extern "C" unsigned long long chorus_mpi_passed_calls(void) {
     unsigned long long n = 0;
-    for (auto& c : chorus_mpi::state().passed) n += c.load();
+    for (auto& c : chorus_mpi::g_passed) n += c.load();
     return n;
 }
