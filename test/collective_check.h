@@ -171,6 +171,31 @@ inline std::vector<chorus_result_t> run_placed(LoopbackGroup& group, const CollA
                       error, poison);
 }
 
+// Progress operations op[k][r] (operation k on rank r) of a loopback group,
+// the later ones first (they must wait for the earlier ones' slots), until
+// every one has finished; a test failure that names what each unfinished
+// one waits for otherwise.
+inline void progress_all(LoopbackGroup& group, std::vector<std::vector<chorus::Operation*>>& op, int tries) {
+    const int ops = static_cast<int>(op.size()), p = group.size();
+    for (int round = 0; round < tries; ++round) {
+        bool all = true;
+        for (int k = ops - 1; k >= 0; --k)
+            for (int r = 0; r < p; ++r) all = group.comms[r]->progress(op[k][r]) && all;
+        if (all) break;
+    }
+    bool all = true;
+    for (int k = 0; k < ops; ++k)
+        for (int r = 0; r < p; ++r) all = all && op[k][r]->finished;
+    if (all) return;
+    std::string report;
+    for (int r = 0; r < p; ++r)
+        for (int k = 0; k < ops; ++k)
+            if (!op[k][r]->finished)
+                report += chorus::cat(" [op ", k, " rank ", r, ": ", op[k][r]->executor->pending_summary(), "]");
+    for (auto& c : group.comms) c->abort("the test gave up");  // no wait at destruction
+    FAIL("deadlock:" << report);
+}
+
 inline void check_movement(LoopbackGroup& group, const CollCase& c, const Placement& place);
 
 inline void check_collective(LoopbackGroup& group, const CollCase& c, const Placement& place = {}) {

@@ -265,8 +265,9 @@ inline bool flat_order(const std::string& coll, const std::string& algo, const E
         // b, b+1, ..., reducing each into its partial.
         v = x[block];
         for (int k = 1; k < p; ++k) v = el.f(v, x[(block + k) % p]);
-    } else if (algo == "shm_flat") {
-        // Every rank folds the published inputs in rank order.
+    } else if (algo == "shm_flat" || algo == "shm_pipeline") {
+        // Every rank (the owner of an element's block, for the pipeline)
+        // folds the published inputs in rank order.
         for (int r = 1; r < p; ++r) v = el.f(v, x[r]);
     } else if (key == "reduce:binomial") {
         v = binomial(el, p, root, 0);

@@ -144,7 +144,7 @@ void sweep(const std::string& coll, const std::vector<const char*>& algos) {
 }  // namespace
 
 TEST_CASE("allreduce over UCX: rounding and NaN inputs give every rank rank 0's bytes", "[mpi][allreduce]") {
-    sweep("allreduce", {"ring", "recursive_doubling", "rabenseifner"});
+    sweep("allreduce", {"ring", "recursive_doubling", "rabenseifner", "shm_pipeline"});
 }
 
 TEST_CASE("reduce over UCX: rounding and NaN inputs give the root the documented bytes", "[mpi][reduce]") {

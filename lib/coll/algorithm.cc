@@ -58,6 +58,9 @@ bool any(const CollArgs&) {
 bool slots(const CollArgs& a) {
     return fits_slot(a);
 }
+bool pipeline(const CollArgs& a) {
+    return fits_pipeline(a);
+}
 // Every rank on one host, with publish slots (any message: blocks too large
 // for them go as messages).
 bool shared(const CollArgs& a) {
@@ -176,6 +179,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Allreduce, "rabenseifner", build_rabenseifner_allreduce, any},
         {Collective::Allreduce, "shm_flat", build_flat_allreduce, slots},
         {Collective::Allreduce, "one_sided", build_one_sided_allreduce, one_sided},
+        {Collective::Allreduce, "shm_pipeline", build_pipeline_allreduce, pipeline, false, true},
         {Collective::Allreduce, "two_level_rails", build_two_level_rails_allreduce, rails},
         {Collective::Allreduce, "two_level_leaders", build_two_level_leaders_allreduce, two_level},
     };

@@ -91,6 +91,7 @@ struct CollArgs {
     size_t chunk_bytes = 256 * 1024;  // pipeline chunk
     int depth = 16;                   // chunks in flight per phase (scratch slots)
     size_t slot_bytes = 0;            // room in a publish slot (0: the ranks share no memory)
+    size_t slot_line = 0;             // the first offset in a slot at a cache line's start
     bool one_sided = false;           // every rank on one host, each reading the others' memory
     // Which ranks share a host (null: one host), as every rank agrees
     // (topology.h); owned by the communicator, or whoever builds.
@@ -151,6 +152,9 @@ struct Algorithm {
     // schedule that brings each host's gatherer its members' sizes
     // (build_sizes_stage), then `build` with CollArgs::host_sizes filled.
     bool two_stage = false;
+    // Runs only where CHORUS_ALGO names it: the cost model prices it, but
+    // the selector does not take it (its cost is not one the model sees).
+    bool forced_only = false;
 };
 
 // Every algorithm of a collective.
@@ -222,5 +226,9 @@ std::unique_ptr<Schedule> build_two_level_leaders_alltoallv(const CollArgs& args
 // Whether the largest message of this size class fits a publish slot, as
 // many blocks of it as the collective's flat algorithm publishes.
 bool fits_slot(const CollArgs& args);
+// Through the publish slots in rounds, a chunk at a time (every rank on one
+// host), shm_pipeline.cc; whether a slot holds a chunk of every peer's block.
+std::unique_ptr<Schedule> build_pipeline_allreduce(const CollArgs& args);
+bool fits_pipeline(const CollArgs& args);
 
 }  // namespace chorus::coll

@@ -58,7 +58,7 @@ void SimGroup::add(int rank, const Schedule& s) {
     host_.push_back(hosts_ ? hosts_->host_of(rank) : 0);
     base_.push_back(static_cast<uint32_t>(base));
     xfer_base_.push_back(xfers_.size());
-    publish_.push_back(kNone);
+    publish_.emplace_back(s.uses_slots() ? s.slot_rounds() : 0, kNone);
     nodes_.pop_back();  // the end marker
     for (StepId k = 0; k < s.num_steps(); ++k) {
         const Step& st = s.steps()[k];
@@ -78,8 +78,8 @@ void SimGroup::add(int rank, const Schedule& s) {
         const uint32_t* d = s.dependents_of(k);
         for (uint32_t i = 0; i < s.ndependents(k); ++i) out_.push_back(static_cast<uint32_t>(base + d[i]));
         if (is_transfer(st.kind)) xfers_.push_back({st.peer, st.tag, id, is_send(st.kind)});
-        if (st.kind == StepKind::Publish) publish_[who] = id;
-        if (st.kind == StepKind::Await) awaits_.emplace_back(id, st.peer);
+        if (st.kind == StepKind::Publish) publish_[who][st.round] = id;
+        if (st.kind == StepKind::Await) awaits_.push_back({id, st.peer, st.round});
         has_slots_ |= st.kind == StepKind::Publish || st.kind == StepKind::Await;
     }
     if (out_.size() >= kNone) fail(CHORUS_ERR_INTERNAL, "cost model: too many dependencies to simulate");
@@ -131,8 +131,8 @@ bool SimGroup::pair_images(const Relabelling& r) {
         fail(CHORUS_ERR_INTERNAL, "cost model: images of ", ranks(), " ranks by blocks of ", r.block);
     for (int i = 0; i < ranks(); ++i)
         if (ranks_[i] != i) fail(CHORUS_ERR_INTERNAL, "cost model: images of a group without rank ", i);
-    for (auto [step, peer] : awaits_)
-        if (index_[peer] < 0) return false;  // slots are not mirrored
+    for (const AwaitOf& a : awaits_)
+        if (index_[a.peer] < 0) return false;  // slots are not mirrored
     pair_inside();
     // Each transfer with a rank q outside, by the counterpart it needs: a
     // send from i to q meets the image of a receive of rank q mod block from
@@ -183,16 +183,20 @@ void SimGroup::finish_pairing() {
 }
 
 void SimGroup::pair_awaits() {
-    for (auto [step, peer] : awaits_) {
+    auto published = [&](int who, uint32_t round) {
+        const auto& p = publish_[who];
+        return round < p.size() ? p[round] : kNone;
+    };
+    for (auto [step, peer, round] : awaits_) {
         Node& a = nodes_[step];
         if (index_[peer] >= 0) {
-            a.partner = publish_[index_[peer]];
+            a.partner = published(index_[peer], round);
             if (a.partner == kNone)
                 fail(CHORUS_ERR_INTERNAL, "cost model: rank ", ranks_[a.owner], " awaits the slot of rank ", peer,
                      ", which publishes none");
         } else {
             // A rank left out publishes when this one does (or at once).
-            a.partner = publish_[a.owner];
+            a.partner = published(a.owner, round);
             a.lockstep = kWaitsForOwnSend;
         }
     }

@@ -108,10 +108,16 @@ private:
     // Per rank: its transfers (until paired).
     std::vector<Xfer> xfers_;
     std::vector<size_t> xfer_base_;
-    // Publish slots: each simulated rank's publish step (or none), and every
-    // await with the rank whose slot it waits for (until paired).
-    std::vector<uint32_t> publish_;
-    std::vector<std::pair<uint32_t, int>> awaits_;
+    // Publish slots: each simulated rank's publish step by slot round (or
+    // none), and every await with the rank whose slot it waits for and the
+    // round (until paired).
+    struct AwaitOf {
+        uint32_t step;
+        int peer;
+        uint32_t round;
+    };
+    std::vector<std::vector<uint32_t>> publish_;
+    std::vector<AwaitOf> awaits_;
     bool has_slots_ = false;
     bool paired_ = false;
 };

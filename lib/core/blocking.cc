@@ -30,7 +30,8 @@ bool Communicator::run_inline(const coll::CollArgs& args, const void* sendbuf, v
 chorus_result_t Communicator::run_planned_inline(const coll::CollArgs& args, const Plan& plan, const void* sendbuf,
                                                  void* recvbuf) {
     const Schedule& s = *plan.schedule;
-    Resume r{next_seq_, s.uses_slots() ? next_slot_op_++ : 0, 0, 0};
+    Resume r{next_seq_, next_slot_op_, 0, 0};
+    next_slot_op_ += s.slot_rounds();
     r.record = observer_.begin_call(r.seq, args, plan.algo->name, true);
     next_seq_ = net::next_operation_seq(next_seq_);
     Buffers b{sendbuf, recvbuf, nullptr, r.slot_op};

@@ -152,6 +152,7 @@ void Communicator::fill(coll::CollArgs& args) const {
     args.chunk_bytes = config_.chunk_bytes;
     args.depth = config_.window;
     args.slot_bytes = transport_->slot_bytes();
+    args.slot_line = transport_->slot_line();
     args.one_sided = transport_->one_sided();
     args.hosts = hosts_.get();
 }
@@ -210,8 +211,10 @@ Operation* Communicator::launch(const coll::CollArgs& args, const Plan& plan, co
     // Slot operations are numbered apart (every rank numbers them alike).
     if (resume)
         bufs.slot_op = resume->slot_op;
-    else if (op->schedule->uses_slots())
-        bufs.slot_op = next_slot_op_++;
+    else if (op->schedule->uses_slots()) {
+        bufs.slot_op = next_slot_op_;
+        next_slot_op_ += op->schedule->slot_rounds();
+    }
     const size_t done = resume ? resume->done : 0;
     if (op->first_stage) {
         // The first stage runs on the sizes (host memory); the user's

@@ -56,7 +56,9 @@ void Executor::reset(const Schedule& schedule, Buffers buffers, uint64_t seq, De
     ready_local_.clear();
     ready_one_sided_.clear();
     awaiting_.clear();
-    publishing_ = kNoStep;
+    publishing_.clear();
+    claiming_.clear();
+    releasing_.clear();
     final_copies_.clear();
     timed_ = false;
     if (!sched_->finalized()) fail(CHORUS_ERR_INTERNAL, "executor: schedule was not finalized");
@@ -113,7 +115,7 @@ char* Executor::resolve(Region r) const {
         case Buf::Send: return const_cast<char*>(static_cast<const char*>(buffers_.send)) + r.offset;
         case Buf::Recv: return static_cast<char*>(buffers_.recv) + r.offset;
         case Buf::Scratch: return static_cast<char*>(buffers_.scratch) + r.offset;
-        case Buf::Slot: return transport_.slot(r.peer, buffers_.slot_op) + r.offset;
+        case Buf::Slot: return transport_.slot(r.peer, buffers_.slot_op + r.round) + r.offset;
     }
     return nullptr;
 }
@@ -134,7 +136,9 @@ void Executor::make_ready(StepId s) {
         case StepKind::Send: heap_push(ready_send_, s); break;
         case StepKind::Recv: heap_push(ready_recv_, s); break;
         case StepKind::Await: awaiting_.push_back(s); break;
-        case StepKind::Publish: publishing_ = s; break;
+        case StepKind::Publish: publishing_.push_back(s); break;
+        case StepKind::Claim: claiming_.push_back(s); break;
+        case StepKind::Release: releasing_.push_back(s); break;
         case StepKind::Expose:
         case StepKind::Get:
         case StepKind::Put: ready_one_sided_.push_back(s); break;
@@ -168,6 +172,8 @@ void Executor::run_local(StepId s) {
             if (dst == src) break;
             if (dev)
                 dev_.device->copy(dst, src, st.bytes);
+            else if (st.stream)
+                host_copy_stream(dst, src, st.bytes);
             else
                 std::memcpy(dst, src, st.bytes);
             break;
@@ -226,29 +232,42 @@ void Executor::publish(StepId s) {
         return;
     }
     each_piece([](char* to, const char* from, size_t n) { std::memcpy(to, from, n); });
-    transport_.publish(buffers_.slot_op);
+    transport_.publish(buffers_.slot_op + st.round);
     finish(s);
 }
 
 bool Executor::poll_slots() {
     bool moved = false;
-    if (publishing_ != kNoStep && transport_.slot_free(buffers_.slot_op)) {
-        StepId s = publishing_;
-        publishing_ = kNoStep;
-        publish(s);
-        moved = true;
-    }
-    for (size_t i = 0; i < awaiting_.size();) {
-        StepId s = awaiting_[i];
-        if (!transport_.published(sched_->steps()[s].peer, buffers_.slot_op)) {
-            ++i;
-            continue;
-        }
-        awaiting_[i] = awaiting_.back();
-        awaiting_.pop_back();
+    const auto& steps = sched_->steps();
+    // Releases first: a peer's claim may wait for them.
+    while (!releasing_.empty()) {
+        StepId s = releasing_.back();
+        releasing_.pop_back();
+        transport_.slot_done(buffers_.slot_op + steps[s].round);
         finish(s);
         moved = true;
     }
+    // Each waiting step whose condition holds now runs (`then`) and leaves
+    // its list.
+    auto take = [&](std::vector<StepId>& list, auto&& ready, auto&& then) {
+        for (size_t i = 0; i < list.size();) {
+            const StepId s = list[i];
+            if (!ready(steps[s])) {
+                ++i;
+                continue;
+            }
+            list[i] = list.back();
+            list.pop_back();
+            then(s);
+            moved = true;
+        }
+    };
+    auto free = [&](const Step& st) { return transport_.slot_free(buffers_.slot_op + st.round); };
+    take(claiming_, free, [&](StepId s) { finish(s); });
+    take(publishing_, free, [&](StepId s) { publish(s); });
+    take(
+        awaiting_, [&](const Step& st) { return transport_.published(st.peer, buffers_.slot_op + st.round); },
+        [&](StepId s) { finish(s); });
     return moved;
 }
 
@@ -343,7 +362,7 @@ void Executor::queued_done(const Queued& q) {
             done(q.step, q.part);
             break;
         case Phase::Published:
-            transport_.publish(buffers_.slot_op);
+            transport_.publish(buffers_.slot_op + sched_->steps()[q.step].round);
             finish(q.step);
             break;
     }
@@ -400,7 +419,8 @@ bool Executor::progress() {
     // before sends so that data arriving finds its buffer waiting.
     for (;;) {
         drain_local();
-        bool posted = (publishing_ != kNoStep || !awaiting_.empty()) && poll_slots();
+        bool posted =
+            (!publishing_.empty() || !awaiting_.empty() || !claiming_.empty() || !releasing_.empty()) && poll_slots();
         while (!ready_one_sided_.empty()) {
             StepId s = ready_one_sided_.back();
             ready_one_sided_.pop_back();
@@ -423,7 +443,7 @@ bool Executor::progress() {
     }
     if (completed_ < sched_->steps().size()) return false;
     // Every read of the slots is done: they may be reused.
-    if (sched_->uses_slots() && !slots_released_) {
+    if (sched_->uses_slots() && !sched_->releases_rounds() && !slots_released_) {
         slots_released_ = true;
         transport_.slot_done(buffers_.slot_op);
     }
@@ -480,7 +500,8 @@ std::string Executor::pending_summary() const {
     if (staging) out += cat(out.empty() ? "" : ", ", staging, " transfers being staged");
     if (device_steps) out += cat(out.empty() ? "" : ", ", device_steps, " steps queued on the device");
     for (StepId s : awaiting_) out += cat(out.empty() ? "" : ", ", "await rank ", sched_->steps()[s].peer, "'s slot");
-    if (publishing_ != kNoStep) out += cat(out.empty() ? "" : ", ", "publish (its slot is still being read)");
+    if (!publishing_.empty() || !claiming_.empty())
+        out += cat(out.empty() ? "" : ", ", "publish (its slot is still being read)");
     if (dev_.gate) out += cat(out.empty() ? "" : ", ", "waiting for the caller's stream");
     if (out.empty()) out = "no transfer in flight";
     return cat(out, "; ", completed_, " of ", sched_->steps().size(), " steps done");

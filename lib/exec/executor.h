@@ -164,8 +164,9 @@ private:
     };
     std::unique_ptr<char, FreeBounce> bounce_;  // a get that reduces reads a block at a time into it
     std::vector<StepId> awaiting_;              // await steps whose peer has not published yet
-    StepId publishing_ = kNoStep;               // a publish waiting for its slot to be free
-    static constexpr StepId kNoStep = ~StepId(0);
+    std::vector<StepId> publishing_;            // publishes waiting for their slot to be free
+    std::vector<StepId> claiming_;              // claims waiting for their slot to be free
+    std::vector<StepId> releasing_;             // releases ready to run
     std::vector<InFlight> inflight_;
     std::vector<Queued> queued_;  // in mark order
     size_t queued_head_ = 0;

@@ -36,7 +36,7 @@ inline char* at(T& t, const Buffers& b, Region r) {
         case Buf::Send: return const_cast<char*>(static_cast<const char*>(b.send)) + r.offset;
         case Buf::Recv: return static_cast<char*>(b.recv) + r.offset;
         case Buf::Scratch: return static_cast<char*>(b.scratch) + r.offset;
-        case Buf::Slot: return t.slot(r.peer, b.slot_op) + r.offset;
+        case Buf::Slot: return t.slot(r.peer, b.slot_op + r.round) + r.offset;
     }
     return nullptr;
 }
@@ -66,7 +66,7 @@ size_t run_steps(const Schedule& s, T& t, const Buffers& b, unsigned polls, uint
         const Step& st = steps[k];
         switch (st.kind) {
             case StepKind::Publish: {
-                for (unsigned i = 0; !t.slot_free(b.slot_op); ++i) {
+                for (unsigned i = 0; !t.slot_free(b.slot_op + st.round); ++i) {
                     stamp();
                     if (i == polls) return k;
                     if (pause) relax();
@@ -75,12 +75,20 @@ size_t run_steps(const Schedule& s, T& t, const Buffers& b, unsigned polls, uint
                 if (st.count)
                     for (const Schedule::SlotPiece& p : s.slot_pieces())
                         std::memcpy(at(t, b, st.dst) + p.offset, at(t, b, p.src), p.bytes);
-                t.publish(b.slot_op);
+                t.publish(b.slot_op + st.round);
                 stamp();
                 break;
             }
+            case StepKind::Claim:
+                for (unsigned i = 0; !t.slot_free(b.slot_op + st.round); ++i) {
+                    stamp();
+                    if (i == polls) return k;
+                    if (pause) relax();
+                }
+                break;
+            case StepKind::Release: t.slot_done(b.slot_op + st.round); break;
             case StepKind::Await:
-                for (unsigned i = 0; !t.published(st.peer, b.slot_op); ++i) {
+                for (unsigned i = 0; !t.published(st.peer, b.slot_op + st.round); ++i) {
                     stamp();
                     if (i == polls) return k;
                     if (pause) relax();
@@ -92,7 +100,10 @@ size_t run_steps(const Schedule& s, T& t, const Buffers& b, unsigned polls, uint
                 break;
             case StepKind::Copy: {
                 char *dst = at(t, b, st.dst), *src = at(t, b, st.src);
-                if (dst != src) std::memcpy(dst, src, st.bytes);
+                if (st.stream)
+                    host_copy_stream(dst, src, st.bytes);
+                else if (dst != src)
+                    std::memcpy(dst, src, st.bytes);
                 break;
             }
             case StepKind::Divide: host_divide(s.dtype(), at(t, b, st.dst), st.count, s.divisor()); break;
@@ -103,7 +114,7 @@ size_t run_steps(const Schedule& s, T& t, const Buffers& b, unsigned polls, uint
             case StepKind::Put: fail(CHORUS_ERR_INTERNAL, "run_in_order: a schedule with transfers");
         }
     }
-    if (s.uses_slots()) t.slot_done(b.slot_op);
+    if (s.uses_slots() && !s.releases_rounds()) t.slot_done(b.slot_op);
     stamp();
     return steps.size();
 }

@@ -19,6 +19,8 @@ const char* step_kind_name(StepKind k) {
         case StepKind::Expose: return "expose";
         case StepKind::Get: return "get";
         case StepKind::Put: return "put";
+        case StepKind::Claim: return "claim";
+        case StepKind::Release: return "release";
     }
     return "?";
 }
@@ -34,6 +36,13 @@ StepId Schedule::add(Step step, Deps deps) {
         deps_.push_back(d);
     }
     step.dep_end = static_cast<uint32_t>(deps_.size());
+    if (step.dst.buf == Buf::Slot && step.kind != StepKind::Publish) {
+        // A step that writes this rank's slot (of a round it claims).
+        if (step.dst.peer != rank_)
+            fail(CHORUS_ERR_INTERNAL, "schedule: a step writes rank ", step.dst.peer, "'s slot");
+        const size_t n = step.kind == StepKind::Copy ? step.bytes : step.count * datatype_size(dtype_);
+        slot_bytes_ = std::max(slot_bytes_, step.dst.offset + n);
+    }
     steps_.push_back(step);
     return id;
 }
@@ -123,6 +132,38 @@ StepId Schedule::await(int peer, Deps deps) {
     return add(s, deps);
 }
 
+StepId Schedule::claim(uint32_t round, Deps deps) {
+    uses_slots_ = true;
+    slot_rounds_ = std::max(slot_rounds_, round + 1);
+    Step s{StepKind::Claim};
+    s.round = round;
+    return add(s, deps);
+}
+
+StepId Schedule::publish_round(uint32_t round, Deps deps) {
+    uses_slots_ = true;
+    slot_rounds_ = std::max(slot_rounds_, round + 1);
+    Step s{StepKind::Publish};
+    s.dst = Region::slot(rank_, 0, round);
+    s.round = round;
+    return add(s, deps);
+}
+
+StepId Schedule::await_round(int peer, uint32_t round, Deps deps) {
+    StepId id = await(peer, deps);
+    slot_rounds_ = std::max(slot_rounds_, round + 1);
+    steps_[id].round = round;
+    return id;
+}
+
+StepId Schedule::release(uint32_t round, Deps deps) {
+    uses_slots_ = releases_ = true;
+    slot_rounds_ = std::max(slot_rounds_, round + 1);
+    Step s{StepKind::Release};
+    s.round = round;
+    return add(s, deps);
+}
+
 StepId Schedule::expose(int peer, uint32_t tag, Region src, size_t bytes, Deps deps) {
     check_transfer(peer, size_, tag, bytes);
     has_transfers_ = has_one_sided_ = true;
@@ -182,6 +223,19 @@ std::vector<StepId> Schedule::all_steps() const {
 void Schedule::finalize() {
     if (finalized_) return;
     finalized_ = true;
+    if (releases_ || slot_rounds_ > 1) {
+        // Every round released once, and a schedule of rounds publishes
+        // with publish_round only.
+        std::vector<uint8_t> released(slot_rounds_, 0);
+        for (const Step& st : steps_) {
+            if (st.kind == StepKind::Release) ++released[st.round];
+            if (st.kind == StepKind::Publish && (st.bytes || st.count))
+                fail(CHORUS_ERR_INTERNAL, "schedule: a publish with data in a schedule of slot rounds");
+        }
+        for (uint32_t r = 0; r < slot_rounds_; ++r)
+            if (released[r] != 1)
+                fail(CHORUS_ERR_INTERNAL, "schedule: slot round ", r, " released ", released[r], " times");
+    }
     if (!late_deps_.empty()) {
         // Rebuild the dependency lists with the late edges merged in.
         std::vector<std::vector<uint32_t>> lists(steps_.size());
@@ -224,19 +278,29 @@ void Schedule::check_tags() const {
 }
 
 std::string Schedule::dump() const {
-    static const char* kinds[] = {"send",    "recv",  "reduce", "copy", "divide",
-                                  "publish", "await", "expose", "get",  "put"};
+    static const char* kinds[] = {"send",  "recv",   "reduce", "copy", "divide", "publish",
+                                  "await", "expose", "get",    "put",  "claim",  "release"};
     static const char* bufs[] = {"send", "recv", "scratch", "slot"};
     auto reg = [](const Region& r) {
-        return r.buf == Buf::Slot ? cat("slot[", r.peer, "]+", r.offset)
-                                  : cat(bufs[static_cast<int>(r.buf)], "+", r.offset);
+        return r.buf == Buf::Slot
+                   ? cat("slot[", r.peer, "]", r.round ? cat("@", r.round) : std::string(), "+", r.offset)
+                   : cat(bufs[static_cast<int>(r.buf)], "+", r.offset);
     };
     std::string out;
     for (StepId s = 0; s < steps_.size(); ++s) {
         const Step& st = steps_[s];
         out += cat(s, ": ", kinds[static_cast<int>(st.kind)]);
         if (st.peer >= 0) out += cat(" peer=", st.peer, " tag=", st.tag);
-        if (st.kind == StepKind::Await) {
+        if (st.kind == StepKind::Await && !st.round) {
+            out += "\n";
+            continue;
+        }
+        if (st.kind == StepKind::Await || st.kind == StepKind::Claim || st.kind == StepKind::Release) {
+            out += cat(" round=", st.round);
+            if (ndeps(s)) {
+                out += " after";
+                for (uint32_t i = 0; i < ndeps(s); ++i) out += cat(" ", deps_of(s)[i]);
+            }
             out += "\n";
             continue;
         }

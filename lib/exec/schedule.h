@@ -20,20 +20,22 @@
 namespace chorus {
 
 // The user's send and receive buffers, scratch, and the publish slots of the
-// communicator's ranks (Slot: rank `peer`'s slot for this operation, in
-// shared memory; see Transport's publish slots).
+// communicator's ranks (Slot: rank `peer`'s slot for this operation's slot
+// round `round`, in shared memory; see Transport's publish slots).
 enum class Buf : uint8_t { Send, Recv, Scratch, Slot };
 
 // A byte offset into one of the buffers.
 struct Region {
     Region(Buf b = Buf::Send, size_t off = 0) : buf(b), offset(off) {}  // NOLINT: {buf, offset} on purpose
-    static Region slot(int peer, size_t off) {
+    static Region slot(int peer, size_t off, uint32_t round = 0) {
         Region r(Buf::Slot, off);
         r.peer = peer;
+        r.round = round;
         return r;
     }
     Buf buf;
-    int32_t peer = -1;  // Slot only
+    int32_t peer = -1;   // Slot only
+    uint32_t round = 0;  // Slot only
     size_t offset;
 };
 
@@ -48,7 +50,10 @@ enum class StepKind : uint8_t {
     Await,    // `peer`'s slot holds its contribution to this operation
     Expose,   // offer `bytes` at `src` to `peer`'s get or put (tag `tag`); done once the peer is
     Get,      // read `bytes` of what `peer` exposed (tag `tag`) into `dst`; with `count`, reduce as read
-    Put       // write `bytes` of `src` into what `peer` exposed (tag `tag`)
+    Put,      // write `bytes` of `src` into what `peer` exposed (tag `tag`)
+    Claim,    // this rank's slot of `round` is free (every rank has released the round that used it
+              // before): steps may write it
+    Release   // this rank is done with `round`: it reads no rank's slot of it any more
 };
 
 using StepId = uint32_t;
@@ -95,6 +100,8 @@ struct Step {
     size_t bytes = 0;                     // Send, Recv, Copy
     size_t count = 0;                     // Reduce, Divide, Get (elements; Get: 0 unless it reduces)
     bool remote_first = false;            // Get that reduces: dst = remote op src2 (else src2 op remote)
+    bool stream = false;                  // Copy, Reduce: a large result, written past the caches
+    uint32_t round = 0;                   // Publish, Await, Claim, Release: the slot round
     uint32_t dep_begin = 0, dep_end = 0;  // into Schedule::deps
 };
 
@@ -125,6 +132,22 @@ public:
     StepId publish_pieces(const std::vector<SlotPiece>& pieces, Deps deps = {});
     const std::vector<SlotPiece>& slot_pieces() const { return pieces_; }
     StepId await(int peer, Deps deps = {});
+    // Slot rounds: a schedule that pipelines through the slots uses rounds
+    // 0 .. slot_rounds() - 1, one slot operation each (Region::slot's
+    // `round`). In each round every rank claims its slot, may write it
+    // (copies and reductions into Region::slot(rank, off, round)), publishes
+    // it, and releases the round once it reads no slot of it any more (the
+    // release after its own publish, so that a rank is never more than the
+    // slot count of rounds ahead of any other). Such a schedule releases
+    // every round itself; one without Release steps is one round, released
+    // when it finishes.
+    StepId claim(uint32_t round, Deps deps = {});
+    StepId publish_round(uint32_t round, Deps deps = {});  // marks the round's slot published
+    StepId await_round(int peer, uint32_t round, Deps deps = {});
+    StepId release(uint32_t round, Deps deps = {});
+    // A copy or reduction whose result is large: written with non-temporal
+    // stores on the host.
+    void stream(StepId step) { steps_[step].stream = true; }
     // One-sided steps (when the transport reads and writes peers' memory,
     // Transport::one_sided()). An expose offers `bytes` of `src` to `peer`,
     // whose get (reads) or put (writes) of the same tag and size pairs with
@@ -168,6 +191,10 @@ public:
     // Whether the schedule reads or writes publish slots (it is then one
     // slot operation) and how much of a slot it writes.
     bool uses_slots() const { return uses_slots_; }
+    // The slot operations it takes (1 unless it has rounds), and whether it
+    // releases them itself (Release steps).
+    uint32_t slot_rounds() const { return uses_slots_ ? slot_rounds_ : 0; }
+    bool releases_rounds() const { return releases_; }
     // Whether any step is a send or a receive (or a one-sided step).
     bool has_transfers() const { return has_transfers_; }
     bool has_one_sided() const { return has_one_sided_; }
@@ -194,6 +221,8 @@ private:
     bool has_one_sided_ = false;
     size_t slot_bytes_ = 0;
     bool published_ = false;
+    uint32_t slot_rounds_ = 1;
+    bool releases_ = false;
     std::vector<SlotPiece> pieces_;  // of a gathered publish
     std::vector<Step> steps_;
     std::vector<uint32_t> deps_;

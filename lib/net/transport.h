@@ -70,7 +70,8 @@ public:
     // Publish slots, when every rank of the communicator shares one host's
     // memory (slot_bytes() is then the room in a slot; 0 otherwise). Small
     // collectives number their slot operations 0, 1, 2, ... (the same on
-    // every rank); operation n uses each rank's slot n % kSlots, which a rank
+    // every rank; a schedule of slot rounds takes one number per round);
+    // operation n uses each rank's slot n % kSlots, which a rank
     // may write once every rank has completed operation n - kSlots
     // (slot_free). Its contribution is in once it calls publish(n); a peer
     // reads it after published(peer, n). slot_done(n) says this rank is done
@@ -78,6 +79,9 @@ public:
     // prefix).
     static constexpr uint64_t kSlots = 8;
     virtual size_t slot_bytes() const { return 0; }
+    // The first offset in a slot that starts a cache line (a pipelined
+    // schedule puts its chunks there).
+    virtual size_t slot_line() const { return 0; }
     virtual char* slot(int rank, uint64_t n) {
         (void)rank, (void)n;
         return nullptr;

@@ -9,8 +9,10 @@
 // (two read-only pointers may still refer to the same memory).
 #include "reduce/host_reducer.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "reduce/half.h"
@@ -28,8 +30,7 @@
 // no multiply-add pattern, so FMA contraction cannot make versions differ.
 // Not under ThreadSanitizer: the versions are chosen by IFUNC resolvers that
 // run while the program is being loaded, before its runtime is ready.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && \
-    !defined(__SANITIZE_THREAD__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && !defined(__SANITIZE_THREAD__)
 #define CHORUS_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define CHORUS_MULTIVERSION
@@ -155,8 +156,8 @@ struct ReduceKernels {
     }
 
 // Integer types also get the bitwise and logical operators.
-#define CHORUS_INT_TYPE_KERNELS(TN, T)        \
-    CHORUS_TYPE_KERNELS(TN, T)                \
+#define CHORUS_INT_TYPE_KERNELS(TN, T)          \
+    CHORUS_TYPE_KERNELS(TN, T)                  \
     CHORUS_REDUCE_KERNELS(TN##_band, T, OpBand) \
     CHORUS_REDUCE_KERNELS(TN##_bor, T, OpBor)   \
     CHORUS_REDUCE_KERNELS(TN##_bxor, T, OpBxor) \
@@ -189,24 +190,21 @@ struct TypeEntry {
     DivideFn divide;
 };
 
-#define CHORUS_INT_ENTRY(TN, T)                                                                          \
-    {                                                                                                    \
-        sizeof(T),                                                                                       \
-            {TN##_sum, TN##_prod, TN##_min, TN##_max, TN##_band, TN##_bor, TN##_bxor, TN##_land, TN##_lor, \
-             TN##_lxor},                                                                                 \
-            TN##_divide                                                                                  \
+#define CHORUS_INT_ENTRY(TN, T)                                                                                        \
+    {                                                                                                                  \
+        sizeof(T),                                                                                                     \
+            {TN##_sum, TN##_prod, TN##_min, TN##_max, TN##_band, TN##_bor, TN##_bxor, TN##_land, TN##_lor, TN##_lxor}, \
+            TN##_divide                                                                                                \
     }
 #define CHORUS_FLOAT_ENTRY(TN, T) \
     { sizeof(T), {TN##_sum, TN##_prod, TN##_min, TN##_max}, TN##_divide }
 
 // Indexed by chorus_datatype_t.
 const TypeEntry kTypes[CHORUS_NUM_DATATYPES] = {
-    CHORUS_INT_ENTRY(i8, int8_t),       CHORUS_INT_ENTRY(u8, uint8_t),
-    CHORUS_INT_ENTRY(i16, int16_t),    CHORUS_INT_ENTRY(u16, uint16_t),
-    CHORUS_INT_ENTRY(i32, int32_t),    CHORUS_INT_ENTRY(u32, uint32_t),
-    CHORUS_INT_ENTRY(i64, int64_t),    CHORUS_INT_ENTRY(u64, uint64_t),
-    CHORUS_FLOAT_ENTRY(f16, Half),   CHORUS_FLOAT_ENTRY(bf16, BFloat16),
-    CHORUS_FLOAT_ENTRY(f32, float),  CHORUS_FLOAT_ENTRY(f64, double),
+    CHORUS_INT_ENTRY(i8, int8_t),       CHORUS_INT_ENTRY(u8, uint8_t),   CHORUS_INT_ENTRY(i16, int16_t),
+    CHORUS_INT_ENTRY(u16, uint16_t),    CHORUS_INT_ENTRY(i32, int32_t),  CHORUS_INT_ENTRY(u32, uint32_t),
+    CHORUS_INT_ENTRY(i64, int64_t),     CHORUS_INT_ENTRY(u64, uint64_t), CHORUS_FLOAT_ENTRY(f16, Half),
+    CHORUS_FLOAT_ENTRY(bf16, BFloat16), CHORUS_FLOAT_ENTRY(f32, float),  CHORUS_FLOAT_ENTRY(f64, double),
 };
 
 #undef CHORUS_INT_ENTRY
@@ -288,9 +286,40 @@ void reduce_streaming(ReduceFn separate, size_t size, void* dst, const void* a, 
     // flag another thread polls).
     _mm_sfence();
 }
+// Copy with non-temporal stores: the head up to dst's first 64-byte
+// boundary and the tail with memcpy, src read unaligned.
+void stream_copy_any(void* dst, const void* src, size_t bytes) {
+    char* d = static_cast<char*>(dst);
+    const char* s = static_cast<const char*>(src);
+    const size_t misalign = reinterpret_cast<uintptr_t>(d) % 64;
+    const size_t head = std::min(bytes, misalign == 0 ? size_t{0} : 64 - misalign);
+    std::memcpy(d, s, head);
+    d += head;
+    s += head;
+    bytes -= head;
+    __m128i* dv = reinterpret_cast<__m128i*>(d);
+    const __m128i* sv = reinterpret_cast<const __m128i*>(s);
+    const size_t body = bytes / 64 * 64;
+    for (size_t i = 0; i < body / 16; i += 4) {
+        _mm_stream_si128(dv + i, _mm_loadu_si128(sv + i));
+        _mm_stream_si128(dv + i + 1, _mm_loadu_si128(sv + i + 1));
+        _mm_stream_si128(dv + i + 2, _mm_loadu_si128(sv + i + 2));
+        _mm_stream_si128(dv + i + 3, _mm_loadu_si128(sv + i + 3));
+    }
+    std::memcpy(d + body, s + body, bytes - body);
+    _mm_sfence();
+}
 #endif
 
 }  // namespace
+
+void host_copy_stream(void* dst, const void* src, size_t bytes) {
+#if CHORUS_STREAMING_STORES
+    stream_copy_any(dst, src, bytes);
+#else
+    std::memcpy(dst, src, bytes);
+#endif
+}
 
 void host_reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count) {
     if (count == 0) return;

@@ -17,6 +17,12 @@ namespace chorus {
 // (cache-bypassing) stores; smaller results, and in-place ones, stay cached.
 void host_reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count);
 
+// dst = src, `bytes`, written with non-temporal stores where the CPU has
+// them (a large result that will not be read again soon: it does not evict
+// what the caches hold, nor read dst's lines first). The buffers must not
+// overlap.
+void host_copy_stream(void* dst, const void* src, size_t bytes);
+
 // AVG finalisation: dst[i] = dst[i] / divisor, divisor >= 1. Floating types
 // divide in their own arithmetic (float16/bfloat16 in float, then rounded to
 // nearest even once); integer types use C division, truncating toward zero.

@@ -49,6 +49,9 @@ struct alignas(64) PubSlot {
     char data[kPubBytes];
 };
 
+// The first offset in a slot's data that starts a line.
+constexpr size_t kPubLine = (64 - offsetof(PubSlot, data) % 64) % 64;
+
 struct alignas(64) SlotArea {
     std::atomic<uint64_t> done;  // slot operations completed by this rank
     PubSlot slots[kPubSlots];

@@ -77,6 +77,7 @@ public:
     // transport is this one (exec/inline_run.cc) runs them inline: a small
     // collective is a handful of them.
     size_t slot_bytes() const override { return all_local_ ? shm::kPubBytes : 0; }
+    size_t slot_line() const override { return shm::kPubLine; }
     char* slot(int rank, uint64_t n) override { return areas_[rank]->slots[n % shm::kPubSlots].data; }
     bool slot_free(uint64_t n) override {
         // The peers' counts are read only when the last reading does not say

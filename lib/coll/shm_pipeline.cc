@@ -1,0 +1,201 @@
+// Large collectives through the publish slots, in rounds (every rank on one
+// host): the message streams through each rank's slots a chunk at a time, so
+// that the data a rank reads from a peer is in a cache when it reads it, and
+// every byte of the user's buffers is read once and written once.
+//
+// All-reduce: rank r owns block r of the message (split evenly). For chunk
+// k of the blocks:
+//   - input round I_k: every rank copies chunk k of every block but its own
+//     into its slot (packed in block order) and publishes it;
+//   - rank r reduces chunk k of its block in rank order, c0 op c1 op ...,
+//     reading its own contribution from its input and the others' from
+//     their slots, into its slot of output round O_k, and publishes that;
+//   - every rank copies chunk k of every block out of its owner's O_k slot
+//     (its own too) into its result, with non-temporal stores when the
+//     message is large (the result is not read again soon, and the stores
+//     then do not read the destination's lines first).
+// Reduce-scatter is the first half: the owner reduces straight into its
+// result. All-gather is the second half, each rank publishing its own
+// block's chunks; broadcast the same with one block, the root's.
+//
+// Rounds are numbered in the order a rank claims them: the input rounds of
+// the first kLookahead chunks, then per chunk k the input round of chunk
+// k + kLookahead and the output round of chunk k. A slot is reused after the
+// slot count of rounds (8), so a rank claims a round only once every rank
+// has released the round 8 before it; with that numbering (and a lookahead
+// of at most 3, a lag of at most 3) the round 8 before any claim is one
+// every rank releases earlier in the same order. A lookahead of 4 would
+// close a cycle: the claim of chunk k + 4's input round would wait for the
+// release of chunk k's, which comes after chunk k's reduction.
+//
+// Every result element is computed by one rank, its block's owner, in rank
+// order, and copied by the others: every rank gets the same bits.
+#include <algorithm>
+
+#include "coll/algorithm.h"
+#include "coll/partition.h"
+#include "reduce/datatype.h"
+
+namespace chorus::coll {
+
+namespace {
+
+constexpr size_t kLookahead = 2;
+// Chunk k's results are copied out after chunk k + kLag's reduction.
+constexpr size_t kLag = 1;
+// Results of at least this many bytes are written with non-temporal stores.
+constexpr size_t kStreamBytes = size_t{8} << 20;
+
+struct Plan {
+    const CollArgs& a;
+    size_t es, chunk;  // chunk: elements of one block's chunk
+    size_t chunks;     // per block (the most any block has)
+    std::vector<Range> blocks;
+
+    // Chunk k of block b (elements of the message), clipped to the block.
+    Range piece(int b, size_t k) const {
+        const Range& r = blocks[b];
+        const size_t begin = std::min(r.end, r.begin + k * chunk);
+        return {begin, std::min(r.end, begin + chunk)};
+    }
+    // Rounds in claim order (see the file's comment).
+    uint32_t in_round(size_t k) const { return static_cast<uint32_t>(k < kLookahead ? k : 2 * k - kLookahead); }
+    uint32_t out_round(size_t k) const {
+        // Before chunk k's output round come the lookahead's input rounds,
+        // the input rounds claimed with chunks 0 .. k (none for the last
+        // kLookahead chunks) and the output rounds of chunks 0 .. k - 1.
+        const size_t paired = std::min(k + 1, chunks > kLookahead ? chunks - kLookahead : 0);
+        return static_cast<uint32_t>(std::min(chunks, kLookahead) + paired + k);
+    }
+};
+
+// The chunk size: a slot holds one chunk of each of `readers_blocks`
+// blocks, each a whole number of 64-byte lines (so that results are written
+// a line at a time).
+size_t chunk_elems(const CollArgs& a, size_t blocks_per_slot) {
+    const size_t es = datatype_size(a.dtype);
+    const size_t room = a.slot_bytes > a.slot_line ? a.slot_bytes - a.slot_line : 0;
+    const size_t bytes = room / std::max<size_t>(1, blocks_per_slot) / 64 * 64;
+    return bytes / es;
+}
+
+std::unique_ptr<Schedule> start(const CollArgs& a) {
+    return std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
+}
+
+// The reduce-scatter half for chunk k: publish the input round of chunk
+// k + kLookahead (when there is one), then reduce this rank's chunk k into
+// `dst` (its slot of the output round, or its result). Returns the last
+// reduction (or 0 when its chunk is empty) and sets *release to the input
+// round's release.
+struct Inputs {
+    std::vector<StepId> published;  // by chunk
+};
+
+void publish_input(Schedule& s, const Plan& pl, size_t k, Inputs& in) {
+    const CollArgs& a = pl.a;
+    const uint32_t round = pl.in_round(k);
+    // After the previous input round's publish: one claim polls at a time.
+    const StepId claim = k ? s.claim(round, {in.published[k - 1]}) : s.claim(round);
+    std::vector<StepId> copies{claim};
+    for (int b = 0, slot = 0; b < a.size; ++b) {
+        if (b == a.rank) continue;
+        const Range r = pl.piece(b, k);
+        if (r.size())
+            copies.push_back(s.copy(Region::slot(a.rank, a.slot_line + slot * pl.chunk * pl.es, round),
+                                    Region(Buf::Send, r.begin * pl.es), r.size() * pl.es, {claim}));
+        ++slot;
+    }
+    in.published[k] = s.publish_round(round, copies);
+}
+
+// Reduce this rank's chunk k, in rank order, into `dst`; the reads of the
+// input round are done after the returned step (the claim of the output
+// round when the chunk is empty).
+StepId reduce_chunk(Schedule& s, const Plan& pl, size_t k, Region dst, StepId after) {
+    const CollArgs& a = pl.a;
+    const uint32_t round = pl.in_round(k);
+    const Range mine = pl.piece(a.rank, k);
+    if (!mine.size()) return after;
+    auto operand = [&](int r) {
+        if (r == a.rank) return Region(Buf::Send, mine.begin * pl.es);
+        const int slot = a.rank < r ? a.rank : a.rank - 1;  // this rank's block in r's slot
+        return Region::slot(r, a.slot_line + slot * pl.chunk * pl.es, round);
+    };
+    auto ready = [&](int r) { return r == a.rank ? after : s.await_round(r, round, {after}); };
+    const StepId r0 = ready(0), r1 = ready(1);
+    StepId last = s.reduce(dst, operand(0), operand(1), mine.size(), {after, r0, r1});
+    for (int r = 2; r < a.size; ++r) last = s.reduce(dst, dst, operand(r), mine.size(), {last, ready(r)});
+    if (a.op == CHORUS_AVG) last = s.divide(dst, mine.size(), a.size, {last});
+    return last;
+}
+
+// Copy chunk k of every block out of its owner's slot of the output round
+// into the result (this rank's own block from its own slot, when `own`);
+// `before` must be done before the result is written (in place, the input
+// round's publish read it). Returns the round's release.
+StepId gather_chunk(Schedule& s, const Plan& pl, size_t k, bool own, Deps before) {
+    const CollArgs& a = pl.a;
+    const uint32_t round = pl.out_round(k);
+    const bool stream = pl.a.message_bytes() >= kStreamBytes;
+    std::vector<StepId> done(before.begin(), before.end());
+    for (int b = 0; b < a.size; ++b) {
+        const Range r = pl.piece(b, k);
+        if (!r.size() || (b == a.rank && !own)) continue;
+        std::vector<StepId> deps(before.begin(), before.end());
+        if (b != a.rank) deps.push_back(s.await_round(b, round, before));
+        const StepId c =
+            s.copy(Region(Buf::Recv, r.begin * pl.es), Region::slot(b, a.slot_line, round), r.size() * pl.es, deps);
+        if (stream) s.stream(c);
+        done.push_back(c);
+    }
+    return s.release(round, done);
+}
+
+Plan make_plan(const CollArgs& a, size_t count, size_t chunk, int owners) {
+    Plan pl{a, datatype_size(a.dtype), chunk, 0, {}};
+    for (int b = 0; b < a.size; ++b) pl.blocks.push_back(b < owners ? split(count, owners, b) : Range{count, count});
+    size_t most = 0;
+    for (const Range& r : pl.blocks) most = std::max(most, r.size());
+    pl.chunks = num_chunks(most, chunk);
+    return pl;
+}
+
+}  // namespace
+
+bool fits_pipeline(const CollArgs& a) {
+    return a.slot_bytes > 0 && chunk_elems(a, static_cast<size_t>(std::max(1, a.size - 1))) > 0;
+}
+
+std::unique_ptr<Schedule> build_pipeline_allreduce(const CollArgs& a) {
+    auto sched = start(a);
+    Schedule& s = *sched;
+    const size_t es = datatype_size(a.dtype), bytes = a.count * es;
+    if (a.size == 1 || bytes == 0) {
+        if (bytes && !a.in_place) s.copy(Region(Buf::Recv, 0), Region(Buf::Send, 0), bytes);
+        s.finalize();
+        return sched;
+    }
+    const Plan pl = make_plan(a, a.count, chunk_elems(a, a.size - 1), a.size);
+    Inputs in{std::vector<StepId>(pl.chunks, 0)};
+    for (size_t k = 0; k < std::min(pl.chunks, kLookahead); ++k) publish_input(s, pl, k, in);
+    // Chunk k's results are copied out after chunk k + kLag's reduction,
+    // so that a rank that runs the steps in order seldom waits for its
+    // peers' (a lag up to 3 keeps the claims free of cycles).
+    std::vector<StepId> pub(pl.chunks, 0);
+    for (size_t k = 0; k < pl.chunks + kLag; ++k) {
+        if (k < pl.chunks) {
+            if (k + kLookahead < pl.chunks) publish_input(s, pl, k + kLookahead, in);
+            const uint32_t out = pl.out_round(k);
+            const StepId claim = k ? s.claim(out, {pub[k - 1]}) : s.claim(out);
+            const StepId last = reduce_chunk(s, pl, k, Region::slot(a.rank, a.slot_line, out), claim);
+            pub[k] = s.publish_round(out, {claim, last});
+            s.release(pl.in_round(k), {in.published[k], last});
+        }
+        if (k >= kLag) gather_chunk(s, pl, k - kLag, true, {pub[k - kLag], in.published[k - kLag]});
+    }
+    s.finalize();
+    return sched;
+}
+
+}  // namespace chorus::coll
