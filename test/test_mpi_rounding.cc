@@ -148,7 +148,7 @@ TEST_CASE("allreduce over UCX: rounding and NaN inputs give every rank rank 0's 
 }
 
 TEST_CASE("reduce over UCX: rounding and NaN inputs give the root the documented bytes", "[mpi][reduce]") {
-    sweep("reduce", {"binomial", "reduce_scatter_gather"});
+    sweep("reduce", {"binomial", "reduce_scatter_gather", "shm_pipeline"});
 }
 
 TEST_CASE("reduce_scatter over UCX: rounding and NaN inputs give every block the documented bytes",

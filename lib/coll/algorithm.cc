@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "base/error.h"
+#include "coll/cost_model.h"
 #include "coll/one_sided_steps.h"
 #include "coll/two_level.h"
 #include "reduce/datatype.h"
@@ -60,6 +61,18 @@ bool slots(const CollArgs& a) {
 }
 bool pipeline(const CollArgs& a) {
     return fits_pipeline(a);
+}
+// Beyond what one slot holds (where it does, the flat algorithm's one round
+// is quicker than the pipeline's rounds, whose handoffs the model does not
+// price in full).
+bool beyond_slot(const CollArgs& a) {
+    return !fits_slot(a);
+}
+// Beyond the caches only (measured at np=2: the pipelined broadcast is
+// 1.9-2.1x the other algorithms at 32-64 MiB, and 0.6-0.9x from 16 KiB to
+// 16 MiB, where the cost model prices it ahead of the one-sided one).
+bool beyond_caches(const CollArgs& a) {
+    return a.cost && coll::beyond_caches(a, *a.cost);
 }
 // Every rank on one host, with publish slots (any message: blocks too large
 // for them go as messages).
@@ -179,7 +192,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Allreduce, "rabenseifner", build_rabenseifner_allreduce, any},
         {Collective::Allreduce, "shm_flat", build_flat_allreduce, slots},
         {Collective::Allreduce, "one_sided", build_one_sided_allreduce, one_sided},
-        {Collective::Allreduce, "shm_pipeline", build_pipeline_allreduce, pipeline, false, true},
+        {Collective::Allreduce, "shm_pipeline", build_pipeline_allreduce, pipeline, false, beyond_slot},
         {Collective::Allreduce, "two_level_rails", build_two_level_rails_allreduce, rails},
         {Collective::Allreduce, "two_level_leaders", build_two_level_leaders_allreduce, two_level},
     };
@@ -189,6 +202,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Broadcast, "scatter_allgather", build_scatter_allgather_bcast, any},
         {Collective::Broadcast, "shm_flat", build_flat_bcast, slots},
         {Collective::Broadcast, "one_sided", build_one_sided_bcast, one_sided},
+        {Collective::Broadcast, "shm_pipeline", build_pipeline_bcast, pipeline, false, beyond_caches},
         {Collective::Broadcast, "two_level", build_two_level_bcast, two_level},
     };
     static const std::vector<Algorithm> reduce = {
@@ -196,6 +210,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Reduce, "reduce_scatter_gather", build_reduce_scatter_gather_reduce, any},
         {Collective::Reduce, "shm_flat", build_flat_reduce, slots},
         {Collective::Reduce, "one_sided", build_one_sided_reduce, one_sided},
+        {Collective::Reduce, "shm_pipeline", build_pipeline_reduce, pipeline, false, beyond_slot},
         {Collective::Reduce, "two_level", build_two_level_reduce, two_level},
     };
     static const std::vector<Algorithm> reduce_scatter = {
@@ -211,6 +226,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Allgather, "bruck", build_bruck_allgather, any},
         {Collective::Allgather, "shm_flat", build_flat_allgather, slots},
         {Collective::Allgather, "one_sided", build_one_sided_allgather, one_sided},
+        {Collective::Allgather, "shm_pipeline", build_pipeline_allgather, pipeline, false, beyond_caches},
         {Collective::Allgather, "two_level_rails", build_two_level_rails_allgather, rails},
         {Collective::Allgather, "two_level_leaders", build_two_level_leaders_allgather, two_level},
     };

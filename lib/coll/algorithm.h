@@ -152,9 +152,9 @@ struct Algorithm {
     // schedule that brings each host's gatherer its members' sizes
     // (build_sizes_stage), then `build` with CollArgs::host_sizes filled.
     bool two_stage = false;
-    // Runs only where CHORUS_ALGO names it: the cost model prices it, but
-    // the selector does not take it (its cost is not one the model sees).
-    bool forced_only = false;
+    // Where the selector may take it (null: wherever it applies); elsewhere
+    // it runs only when CHORUS_ALGO names it.
+    bool (*selectable)(const CollArgs&) = nullptr;
 };
 
 // Every algorithm of a collective.
@@ -229,6 +229,9 @@ bool fits_slot(const CollArgs& args);
 // Through the publish slots in rounds, a chunk at a time (every rank on one
 // host), shm_pipeline.cc; whether a slot holds a chunk of every peer's block.
 std::unique_ptr<Schedule> build_pipeline_allreduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_pipeline_reduce(const CollArgs& args);
+std::unique_ptr<Schedule> build_pipeline_bcast(const CollArgs& args);
+std::unique_ptr<Schedule> build_pipeline_allgather(const CollArgs& args);
 bool fits_pipeline(const CollArgs& args);
 
 }  // namespace chorus::coll

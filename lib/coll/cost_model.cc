@@ -13,9 +13,9 @@
 namespace chorus::coll {
 
 std::string CostParams::describe() const {
-    std::string out =
-        cat("alpha ", alpha_us, " us (+", rendezvous_us, " us above ", eager_bytes, " bytes; ports busy ", overhead_us,
-            " us a message), link ", bandwidth_gbs, " GB/s, reduce ", reduce_gbs, " GB/s, copy ", copy_gbs, " GB/s");
+    std::string out = cat("alpha ", alpha_us, " us (+", rendezvous_us, " us above ", eager_bytes, " bytes; ports busy ",
+                          overhead_us, " us a message), link ", bandwidth_gbs, " GB/s (", memory_gbs, " beyond ",
+                          cache_mib, " MiB buffers), reduce ", reduce_gbs, " GB/s, copy ", copy_gbs, " GB/s");
     out += cat("; between hosts alpha ", net_alpha_us, " us, link ", net_gbs, " GB/s a host");
     if (hosts) out += cat("; ", hosts->describe());
     return out;
@@ -81,6 +81,16 @@ Prediction predict_stage(const Algorithm& algo, const CollArgs& args, const Cost
 
 }  // namespace
 
+size_t largest_buffer(const CollArgs& a) {
+    const size_t bytes = a.message_bytes();
+    if (a.coll == Collective::ReduceScatter) return bytes;
+    return a.per_rank(Side::Send) || a.per_rank(Side::Recv) ? bytes * static_cast<size_t>(a.size) : bytes;
+}
+
+bool beyond_caches(const CollArgs& a, const CostParams& params) {
+    return static_cast<double>(largest_buffer(a)) >= params.cache_mib * (1 << 20);
+}
+
 Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams& params) {
     if (!algo.two_stage) return predict_stage(algo, args, params, Stage::Only);
     // The second stage starts once the first is done (on every rank, at
@@ -96,11 +106,16 @@ Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams
 
 namespace {
 
-Prediction predict_stage(const Algorithm& algo, const CollArgs& args, const CostParams& params, Stage stage) {
+Prediction predict_stage(const Algorithm& algo, const CollArgs& args, const CostParams& given, Stage stage) {
     const int p = args.size;
+    CostParams params = given;
+    if (beyond_caches(args, given)) {
+        params.bandwidth_gbs = std::min(given.bandwidth_gbs, given.memory_gbs);
+        params.get_gbs = std::min(given.get_gbs, given.memory_gbs);
+    }
     CollArgs a = args;
     // A two-level algorithm's phases are chosen by the model it is priced by.
-    if (!a.cost) a.cost = &params;
+    if (!a.cost) a.cost = &given;
     // Every rank's schedule comes from these counts: find the blocks with
     // elements once, not once a rank.
     if (a.coll == Collective::Allgatherv && !a.counts.empty() && !a.held)

@@ -62,6 +62,14 @@ struct CostParams {
     double overhead_us = 0.25;   // of alpha, the time a message keeps both its ends' ports busy
     size_t eager_bytes = 8192;
     double bandwidth_gbs = 6.0;  // per rank and direction
+    // Beyond the caches: where a rank's largest buffer of the collective
+    // is cache_mib or more, its messages within the host and its one-sided
+    // copies move at memory_gbs (when lower): every pass over the data goes
+    // to memory (measured at np=2: the ring all-reduce at 5.9-7.5 GB/s to
+    // 16 MiB, 3.1-3.4 at 64 MiB). Copies and reductions (the slots'
+    // pipelines are made of them) keep their rates.
+    double cache_mib = 32;
+    double memory_gbs = 3.0;
     // Between hosts: a message costs net_alpha_us (+ rendezvous_us above
     // eager_bytes) + bytes / net_gbs, and occupies for bytes / net_gbs both
     // ranks' ports and the sending and the receiving host's link, which all
@@ -101,6 +109,11 @@ struct CostParams {
 
     std::string describe() const;
 };
+
+// The largest of a rank's buffers of the collective, and whether it is
+// beyond the caches (CostParams::cache_mib).
+size_t largest_buffer(const CollArgs& args);
+bool beyond_caches(const CollArgs& args, const CostParams& params);
 
 enum class SimMode { Symmetric, Full, Sampled };
 const char* sim_mode_name(SimMode m);

@@ -26,10 +26,16 @@ inline int mod(long a, int n) {
     return static_cast<int>(r < 0 ? r + n : r);
 }
 
-inline int ring_next(int rank, int size) { return mod(rank + 1, size); }
-inline int ring_prev(int rank, int size) { return mod(rank - 1, size); }
+inline int ring_next(int rank, int size) {
+    return mod(rank + 1, size);
+}
+inline int ring_prev(int rank, int size) {
+    return mod(rank - 1, size);
+}
 
-inline size_t ceil_div(size_t a, size_t b) { return (a + b - 1) / b; }
+inline size_t ceil_div(size_t a, size_t b) {
+    return (a + b - 1) / b;
+}
 
 // Number of pipeline chunks for pieces of at most `max_items` items when a
 // chunk holds at most `chunk_items` (at least 1 chunk).

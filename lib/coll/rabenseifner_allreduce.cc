@@ -62,7 +62,7 @@ std::unique_ptr<Schedule> build_rabenseifner_allreduce(const CollArgs& a) {
     }
 
     RangeSteps wrote = h.last;  // the steps that wrote each part of Recv
-    int lo = nr;  // the gathered run is new ranks [lo, lo + mask)
+    int lo = nr;                // the gathered run is new ranks [lo, lo + mask)
     uint32_t step = h.next_tag;
     for (int mask = 1; mask < f.pp; mask <<= 1, ++step) {
         const int peer = f.rank_of(nr ^ mask), plo = lo ^ mask;

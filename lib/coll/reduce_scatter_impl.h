@@ -30,7 +30,7 @@ struct HalvingResult {
     // `buf`: the send buffer when size is 1, else the accumulator.
     Buf buf = Buf::Send;
     size_t buf_lo = 0;
-    RangeSteps last;        // the steps that finished this rank's super-block
+    RangeSteps last;  // the steps that finished this rank's super-block
     // Every step that reads the send buffer, and, with the accumulator in
     // Recv, every step that reads it there: a later write into Recv (in
     // place, Recv is Send) waits for those that read its elements.

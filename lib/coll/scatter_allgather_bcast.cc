@@ -76,7 +76,7 @@ std::unique_ptr<Schedule> build_scatter_allgather_bcast(const CollArgs& a) {
 
     // The root reads its send buffer; everyone else what it received.
     const Buf src = rel == 0 ? Buf::Send : Buf::Recv;
-    std::vector<Held> held;  // scatter receives, sorted by position
+    std::vector<Held> held;    // scatter receives, sorted by position
     std::vector<StepId> sent;  // every send, in build order
     // Send elements [e.begin, e.end) to `peer` in pieces, each after the
     // scatter receives it overlaps.

@@ -136,7 +136,7 @@ const Choice& Selector::choose(const CollArgs& args, bool* fresh) {
     if (!sizes_agreed(args.coll)) {
         Choice choice;
         for (const Algorithm& a : algorithms_for(args.coll))
-            if (!a.forced_only && (!a.supports || a.supports(args))) {
+            if (!a.selectable && (!a.supports || a.supports(args))) {
                 choice.algorithm = &a;
                 break;
             }
@@ -157,14 +157,17 @@ const Choice& Selector::choose(const CollArgs& args, bool* fresh) {
         return t > 0 ? std::numeric_limits<double>::infinity() : 1.0;
     };
     double best_lo = std::numeric_limits<double>::infinity();
+    CollArgs model = model_of(args, lo, std::get<6>(key));
+    model.cost = &params_;
+    auto selectable = [&](const Algorithm* a) { return !a->selectable || a->selectable(model); };
     for (const auto& [a, pr] : at_lo)
-        if (!a->forced_only) best_lo = std::min(best_lo, pr.us);
+        if (selectable(a)) best_lo = std::min(best_lo, pr.us);
     Choice choice;
     choice.model_bytes = lo;
     std::vector<std::pair<const Algorithm*, double>> near;  // candidates, with their ratio at lo
     for (const auto& [a, pr] : at_lo) {
         choice.predictions.emplace_back(a, pr.us);
-        if (!a->forced_only && ratio(pr.us, best_lo) <= kNearBest) near.emplace_back(a, ratio(pr.us, best_lo));
+        if (selectable(a) && ratio(pr.us, best_lo) <= kNearBest) near.emplace_back(a, ratio(pr.us, best_lo));
     }
     if (near.size() == 1) {
         choice.algorithm = near[0].first;

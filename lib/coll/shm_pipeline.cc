@@ -198,4 +198,186 @@ std::unique_ptr<Schedule> build_pipeline_allreduce(const CollArgs& a) {
     return sched;
 }
 
+// One round per chunk: the collectives whose ranks publish a chunk of one
+// buffer each (reduce: every contribution; broadcast: the root's message;
+// all-gather: every rank's block). Round k carries chunk k; a rank
+// publishes the rounds of the first kLookahead chunks before it reads
+// any, then, per chunk k, publishes chunk k + kLookahead and reads chunk k.
+namespace {
+
+struct Rounds {
+    const CollArgs& a;
+    size_t es, chunk, chunks;
+    size_t bytes_of(size_t count, size_t k) const {
+        const size_t begin = std::min(count, k * chunk);
+        return (std::min(count, begin + chunk) - begin) * es;
+    }
+};
+
+Rounds rounds_of(const CollArgs& a, size_t most) {
+    const size_t chunk = chunk_elems(a, 1);
+    return {a, datatype_size(a.dtype), chunk, num_chunks(most, chunk)};
+}
+
+// Claim round k, copy `bytes` of `src` into this rank's slot (none: an
+// empty publish), publish. Returns the publish.
+StepId publish_chunk(Schedule& s, const CollArgs& a, uint32_t k, Region src, size_t bytes, Deps after) {
+    const StepId claim = s.claim(k, after);
+    if (!bytes) return s.publish_round(k, {claim});
+    const StepId c = s.copy(Region::slot(a.rank, a.slot_line, k), src, bytes, {claim});
+    return s.publish_round(k, {c});
+}
+
+// One rank or an empty message: the root's copy at most, and the schedule
+// is done (finalized).
+bool trivial_rooted(Schedule& s, const CollArgs& a) {
+    const size_t bytes = a.count * datatype_size(a.dtype);
+    if (a.size > 1 && bytes > 0) return false;
+    if (bytes && a.rank == a.root && !a.in_place) s.copy(Region(Buf::Recv, 0), Region(Buf::Send, 0), bytes);
+    s.finalize();
+    return true;
+}
+
+// The previous round's publish (the claims go one after another).
+Deps previous(const std::vector<StepId>& pub, size_t k) {
+    return k ? Deps{pub[k - 1]} : Deps{};
+}
+
+// Run `publish(k)` for chunk k + kLookahead ahead of `read(k)` for chunk k.
+template <typename Publish, typename Read>
+void in_rounds(size_t chunks, Publish&& publish, Read&& read) {
+    for (size_t k = 0; k < std::min(chunks, kLookahead); ++k) publish(k);
+    for (size_t k = 0; k < chunks; ++k) {
+        if (k + kLookahead < chunks) publish(k + kLookahead);
+        read(k);
+    }
+}
+
+}  // namespace
+
+// Reduce: every rank but the root publishes chunk k of its input; the root
+// reduces chunk k in rank order (its own contribution from its input) into
+// its slot of the round, then copies it to its result.
+std::unique_ptr<Schedule> build_pipeline_reduce(const CollArgs& a) {
+    auto sched = start(a);
+    Schedule& s = *sched;
+    const size_t es = datatype_size(a.dtype), bytes = a.count * es;
+    const bool root = a.rank == a.root;
+    if (trivial_rooted(s, a)) return sched;
+    const Rounds r = rounds_of(a, a.count);
+    const bool stream = bytes >= kStreamBytes;
+    std::vector<StepId> pub(r.chunks, 0);
+    in_rounds(
+        r.chunks,
+        [&](size_t k) {
+            const Deps after = previous(pub, k);
+            pub[k] = root ? s.claim(static_cast<uint32_t>(k), after)
+                          : publish_chunk(s, a, static_cast<uint32_t>(k), Region(Buf::Send, k * r.chunk * es),
+                                          r.bytes_of(a.count, k), after);
+        },
+        [&](size_t k) {
+            const uint32_t round = static_cast<uint32_t>(k);
+            if (!root) {
+                s.release(round, {pub[k]});
+                return;
+            }
+            const size_t n = r.bytes_of(a.count, k) / es, off = k * r.chunk * es;
+            const Region dst = Region::slot(a.rank, a.slot_line, round);
+            auto operand = [&](int q) {
+                return q == a.rank ? Region(Buf::Send, off) : Region::slot(q, a.slot_line, round);
+            };
+            auto ready = [&](int q) { return q == a.rank ? pub[k] : s.await_round(q, round, {pub[k]}); };
+            const StepId r0 = ready(0), r1 = ready(1);
+            StepId last = s.reduce(dst, operand(0), operand(1), n, {pub[k], r0, r1});
+            for (int q = 2; q < a.size; ++q) last = s.reduce(dst, dst, operand(q), n, {last, ready(q)});
+            if (a.op == CHORUS_AVG) last = s.divide(dst, n, a.size, {last});
+            const StepId published = s.publish_round(round, {last});
+            const StepId c = s.copy(Region(Buf::Recv, off), dst, n * es, {last});
+            if (stream) s.stream(c);
+            s.release(round, {published, c});
+        });
+    s.finalize();
+    return sched;
+}
+
+// Broadcast: the root publishes chunk k of its message; every other rank
+// copies it out of the root's slot.
+std::unique_ptr<Schedule> build_pipeline_bcast(const CollArgs& a) {
+    auto sched = start(a);
+    Schedule& s = *sched;
+    const size_t es = datatype_size(a.dtype), bytes = a.count * es;
+    const bool root = a.rank == a.root;
+    if (trivial_rooted(s, a)) return sched;
+    const Rounds r = rounds_of(a, a.count);
+    const bool stream = bytes >= kStreamBytes;
+    std::vector<StepId> pub(r.chunks, 0);
+    in_rounds(
+        r.chunks,
+        [&](size_t k) {
+            const Deps after = previous(pub, k);
+            pub[k] = publish_chunk(s, a, static_cast<uint32_t>(k), Region(Buf::Send, k * r.chunk * es),
+                                   root ? r.bytes_of(a.count, k) : 0, after);
+        },
+        [&](size_t k) {
+            const uint32_t round = static_cast<uint32_t>(k);
+            const size_t n = r.bytes_of(a.count, k), off = k * r.chunk * es;
+            StepId done = pub[k];
+            if (!root) {
+                done = s.copy(Region(Buf::Recv, off), Region::slot(a.root, a.slot_line, round), n,
+                              {s.await_round(a.root, round, {pub[k]})});
+                if (stream) s.stream(done);
+            } else if (!a.in_place) {
+                done = s.copy(Region(Buf::Recv, off), Region::slot(a.rank, a.slot_line, round), n, {pub[k]});
+                if (stream) s.stream(done);
+            }
+            s.release(round, {pub[k], done});
+        });
+    s.finalize();
+    return sched;
+}
+
+// All-gather: every rank publishes chunk k of its block; every rank copies
+// chunk k of every block out of its owner's slot (its own too, unless in
+// place).
+std::unique_ptr<Schedule> build_pipeline_allgather(const CollArgs& a) {
+    auto sched = start(a);
+    Schedule& s = *sched;
+    const size_t es = datatype_size(a.dtype), bytes = a.count * es;
+    if (bytes == 0) {
+        s.finalize();
+        return sched;
+    }
+    const Region own(Buf::Recv, static_cast<size_t>(a.rank) * bytes);
+    if (a.size == 1) {
+        if (!a.in_place) s.copy(own, Region(Buf::Send, 0), bytes);
+        s.finalize();
+        return sched;
+    }
+    const Rounds r = rounds_of(a, a.count);
+    const bool stream = bytes * static_cast<size_t>(a.size) >= kStreamBytes;
+    std::vector<StepId> pub(r.chunks, 0);
+    in_rounds(
+        r.chunks,
+        [&](size_t k) {
+            const Deps after = previous(pub, k);
+            pub[k] = publish_chunk(s, a, static_cast<uint32_t>(k), Region(Buf::Send, k * r.chunk * es),
+                                   r.bytes_of(a.count, k), after);
+        },
+        [&](size_t k) {
+            const uint32_t round = static_cast<uint32_t>(k);
+            const size_t n = r.bytes_of(a.count, k), off = k * r.chunk * es;
+            std::vector<StepId> done{pub[k]};
+            for (int q = 0; q < a.size; ++q) {
+                if (q == a.rank && a.in_place) continue;
+                const Deps ready = q == a.rank ? Deps{pub[k]} : Deps{s.await_round(q, round, {pub[k]})};
+                done.push_back(s.copy(Region(Buf::Recv, static_cast<size_t>(q) * bytes + off),
+                                      Region::slot(q, a.slot_line, round), n, ready));
+                if (stream) s.stream(done.back());
+            }
+            s.release(round, done);
+        });
+    s.finalize();
+    return sched;
+}
+
 }  // namespace chorus::coll
