@@ -14,17 +14,16 @@
 //     (its own too) into its result, with non-temporal stores when the
 //     message is large (the result is not read again soon, and the stores
 //     then do not read the destination's lines first).
-// Reduce-scatter is the first half: the owner reduces straight into its
-// result. All-gather is the second half, each rank publishing its own
-// block's chunks; broadcast the same with one block, the root's.
+// Reduce, broadcast and all-gather (further below) take one round per
+// chunk, in which the ranks that contribute publish chunk k of their input.
 //
 // Rounds are numbered in the order a rank claims them: the input rounds of
 // the first kLookahead chunks, then per chunk k the input round of chunk
 // k + kLookahead and the output round of chunk k. A slot is reused after the
 // slot count of rounds (8), so a rank claims a round only once every rank
-// has released the round 8 before it; with that numbering (and a lookahead
-// of at most 3, a lag of at most 3) the round 8 before any claim is one
-// every rank releases earlier in the same order. A lookahead of 4 would
+// has released the rounds up to 8 before it; with that numbering (and a
+// lookahead of at most 3, a lag of at most 3) those are rounds every rank
+// releases earlier in the same order. A lookahead of 4 would
 // close a cycle: the claim of chunk k + 4's input round would wait for the
 // release of chunk k's, which comes after chunk k's reduction.
 //

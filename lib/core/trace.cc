@@ -79,7 +79,9 @@ int step_lane(uint8_t kind) {
         case StepKind::Recv:
         case StepKind::Get: return 2;
         case StepKind::Publish:
-        case StepKind::Await: return 4;
+        case StepKind::Await:
+        case StepKind::Claim:
+        case StepKind::Release: return 4;
         default: return 3;
     }
 }
