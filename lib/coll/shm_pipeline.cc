@@ -82,20 +82,18 @@ std::unique_ptr<Schedule> start(const CollArgs& a) {
     return std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
 }
 
-// The reduce-scatter half for chunk k: publish the input round of chunk
-// k + kLookahead (when there is one), then reduce this rank's chunk k into
-// `dst` (its slot of the output round, or its result). Returns the last
-// reduction (or 0 when its chunk is empty) and sets *release to the input
-// round's release.
-struct Inputs {
-    std::vector<StepId> published;  // by chunk
-};
+// The previous round's publish (each claim comes after it, so that one
+// claim polls at a time).
+Deps previous(const std::vector<StepId>& pub, size_t k) {
+    return k ? Deps{pub[k - 1]} : Deps{};
+}
 
-void publish_input(Schedule& s, const Plan& pl, size_t k, Inputs& in) {
+// The input round of chunk k: chunk k of every block but this rank's, into
+// its slot (packed in block order), published; `published` by chunk.
+void publish_input(Schedule& s, const Plan& pl, size_t k, std::vector<StepId>& published) {
     const CollArgs& a = pl.a;
     const uint32_t round = pl.in_round(k);
-    // After the previous input round's publish: one claim polls at a time.
-    const StepId claim = k ? s.claim(round, {in.published[k - 1]}) : s.claim(round);
+    const StepId claim = s.claim(round, previous(published, k));
     std::vector<StepId> copies{claim};
     for (int b = 0, slot = 0; b < a.size; ++b) {
         if (b == a.rank) continue;
@@ -105,7 +103,30 @@ void publish_input(Schedule& s, const Plan& pl, size_t k, Inputs& in) {
                                     Region(Buf::Send, r.begin * pl.es), r.size() * pl.es, {claim}));
         ++slot;
     }
-    in.published[k] = s.publish_round(round, copies);
+    published[k] = s.publish_round(round, copies);
+}
+
+// dst = c0 op c1 op ... (rank order) over `n` elements, operand(r) being
+// rank r's contribution (this rank's own in its input, the others' in their
+// slots of `round`, each read once its publish is seen); every step after
+// `after`. AVG divides at the end. Returns the last step.
+template <typename Operand>
+StepId fold_in_rank_order(Schedule& s, const CollArgs& a, uint32_t round, Region dst, size_t n, StepId after,
+                          Operand&& operand) {
+    auto ready = [&](int r) { return r == a.rank ? after : s.await_round(r, round, {after}); };
+    const StepId r0 = ready(0), r1 = ready(1);
+    StepId last = s.reduce(dst, operand(0), operand(1), n, {after, r0, r1});
+    for (int r = 2; r < a.size; ++r) last = s.reduce(dst, dst, operand(r), n, {last, ready(r)});
+    if (a.op == CHORUS_AVG) last = s.divide(dst, n, a.size, {last});
+    return last;
+}
+
+// A copy of a result out of a slot, with non-temporal stores when the
+// message is large.
+StepId copy_out(Schedule& s, Region dst, Region src, size_t bytes, Deps deps, bool stream) {
+    const StepId c = s.copy(dst, src, bytes, deps);
+    if (stream) s.stream(c);
+    return c;
 }
 
 // Reduce this rank's chunk k, in rank order, into `dst`; the reads of the
@@ -116,44 +137,37 @@ StepId reduce_chunk(Schedule& s, const Plan& pl, size_t k, Region dst, StepId af
     const uint32_t round = pl.in_round(k);
     const Range mine = pl.piece(a.rank, k);
     if (!mine.size()) return after;
-    auto operand = [&](int r) {
+    return fold_in_rank_order(s, a, round, dst, mine.size(), after, [&](int r) {
         if (r == a.rank) return Region(Buf::Send, mine.begin * pl.es);
         const int slot = a.rank < r ? a.rank : a.rank - 1;  // this rank's block in r's slot
         return Region::slot(r, a.slot_line + slot * pl.chunk * pl.es, round);
-    };
-    auto ready = [&](int r) { return r == a.rank ? after : s.await_round(r, round, {after}); };
-    const StepId r0 = ready(0), r1 = ready(1);
-    StepId last = s.reduce(dst, operand(0), operand(1), mine.size(), {after, r0, r1});
-    for (int r = 2; r < a.size; ++r) last = s.reduce(dst, dst, operand(r), mine.size(), {last, ready(r)});
-    if (a.op == CHORUS_AVG) last = s.divide(dst, mine.size(), a.size, {last});
-    return last;
+    });
 }
 
 // Copy chunk k of every block out of its owner's slot of the output round
-// into the result (this rank's own block from its own slot, when `own`);
-// `before` must be done before the result is written (in place, the input
-// round's publish read it). Returns the round's release.
-StepId gather_chunk(Schedule& s, const Plan& pl, size_t k, bool own, Deps before) {
+// into the result (this rank's own block from its own slot); `before` must
+// be done before the result is written (in place, the input round's
+// publish read it). Returns the round's release.
+StepId gather_chunk(Schedule& s, const Plan& pl, size_t k, Deps before) {
     const CollArgs& a = pl.a;
     const uint32_t round = pl.out_round(k);
     const bool stream = pl.a.message_bytes() >= kStreamBytes;
     std::vector<StepId> done(before.begin(), before.end());
     for (int b = 0; b < a.size; ++b) {
         const Range r = pl.piece(b, k);
-        if (!r.size() || (b == a.rank && !own)) continue;
+        if (!r.size()) continue;
         std::vector<StepId> deps(before.begin(), before.end());
         if (b != a.rank) deps.push_back(s.await_round(b, round, before));
-        const StepId c =
-            s.copy(Region(Buf::Recv, r.begin * pl.es), Region::slot(b, a.slot_line, round), r.size() * pl.es, deps);
-        if (stream) s.stream(c);
-        done.push_back(c);
+        done.push_back(copy_out(s, Region(Buf::Recv, r.begin * pl.es), Region::slot(b, a.slot_line, round),
+                                r.size() * pl.es, deps, stream));
     }
     return s.release(round, done);
 }
 
-Plan make_plan(const CollArgs& a, size_t count, size_t chunk, int owners) {
+// Blocks split evenly over the ranks, cut into chunks of `chunk` elements.
+Plan make_plan(const CollArgs& a, size_t chunk) {
     Plan pl{a, datatype_size(a.dtype), chunk, 0, {}};
-    for (int b = 0; b < a.size; ++b) pl.blocks.push_back(b < owners ? split(count, owners, b) : Range{count, count});
+    for (int b = 0; b < a.size; ++b) pl.blocks.push_back(split(a.count, a.size, b));
     size_t most = 0;
     for (const Range& r : pl.blocks) most = std::max(most, r.size());
     pl.chunks = num_chunks(most, chunk);
@@ -175,8 +189,8 @@ std::unique_ptr<Schedule> build_pipeline_allreduce(const CollArgs& a) {
         s.finalize();
         return sched;
     }
-    const Plan pl = make_plan(a, a.count, chunk_elems(a, a.size - 1), a.size);
-    Inputs in{std::vector<StepId>(pl.chunks, 0)};
+    const Plan pl = make_plan(a, chunk_elems(a, a.size - 1));
+    std::vector<StepId> in(pl.chunks, 0);  // the input rounds' publishes
     for (size_t k = 0; k < std::min(pl.chunks, kLookahead); ++k) publish_input(s, pl, k, in);
     // Chunk k's results are copied out after chunk k + kLag's reduction,
     // so that a rank that runs the steps in order seldom waits for its
@@ -186,12 +200,12 @@ std::unique_ptr<Schedule> build_pipeline_allreduce(const CollArgs& a) {
         if (k < pl.chunks) {
             if (k + kLookahead < pl.chunks) publish_input(s, pl, k + kLookahead, in);
             const uint32_t out = pl.out_round(k);
-            const StepId claim = k ? s.claim(out, {pub[k - 1]}) : s.claim(out);
+            const StepId claim = s.claim(out, previous(pub, k));
             const StepId last = reduce_chunk(s, pl, k, Region::slot(a.rank, a.slot_line, out), claim);
             pub[k] = s.publish_round(out, {claim, last});
-            s.release(pl.in_round(k), {in.published[k], last});
+            s.release(pl.in_round(k), {in[k], last});
         }
-        if (k >= kLag) gather_chunk(s, pl, k - kLag, true, {pub[k - kLag], in.published[k - kLag]});
+        if (k >= kLag) gather_chunk(s, pl, k - kLag, {pub[k - kLag], in[k - kLag]});
     }
     s.finalize();
     return sched;
@@ -237,11 +251,6 @@ bool trivial_rooted(Schedule& s, const CollArgs& a) {
     return true;
 }
 
-// The previous round's publish (the claims go one after another).
-Deps previous(const std::vector<StepId>& pub, size_t k) {
-    return k ? Deps{pub[k - 1]} : Deps{};
-}
-
 // Run `publish(k)` for chunk k + kLookahead ahead of `read(k)` for chunk k.
 template <typename Publish, typename Read>
 void in_rounds(size_t chunks, Publish&& publish, Read&& read) {
@@ -282,18 +291,11 @@ std::unique_ptr<Schedule> build_pipeline_reduce(const CollArgs& a) {
             }
             const size_t n = r.bytes_of(a.count, k) / es, off = k * r.chunk * es;
             const Region dst = Region::slot(a.rank, a.slot_line, round);
-            auto operand = [&](int q) {
+            const StepId last = fold_in_rank_order(s, a, round, dst, n, pub[k], [&](int q) {
                 return q == a.rank ? Region(Buf::Send, off) : Region::slot(q, a.slot_line, round);
-            };
-            auto ready = [&](int q) { return q == a.rank ? pub[k] : s.await_round(q, round, {pub[k]}); };
-            const StepId r0 = ready(0), r1 = ready(1);
-            StepId last = s.reduce(dst, operand(0), operand(1), n, {pub[k], r0, r1});
-            for (int q = 2; q < a.size; ++q) last = s.reduce(dst, dst, operand(q), n, {last, ready(q)});
-            if (a.op == CHORUS_AVG) last = s.divide(dst, n, a.size, {last});
+            });
             const StepId published = s.publish_round(round, {last});
-            const StepId c = s.copy(Region(Buf::Recv, off), dst, n * es, {last});
-            if (stream) s.stream(c);
-            s.release(round, {published, c});
+            s.release(round, {published, copy_out(s, Region(Buf::Recv, off), dst, n * es, {last}, stream)});
         });
     s.finalize();
     return sched;
@@ -321,14 +323,12 @@ std::unique_ptr<Schedule> build_pipeline_bcast(const CollArgs& a) {
             const uint32_t round = static_cast<uint32_t>(k);
             const size_t n = r.bytes_of(a.count, k), off = k * r.chunk * es;
             StepId done = pub[k];
-            if (!root) {
-                done = s.copy(Region(Buf::Recv, off), Region::slot(a.root, a.slot_line, round), n,
-                              {s.await_round(a.root, round, {pub[k]})});
-                if (stream) s.stream(done);
-            } else if (!a.in_place) {
-                done = s.copy(Region(Buf::Recv, off), Region::slot(a.rank, a.slot_line, round), n, {pub[k]});
-                if (stream) s.stream(done);
-            }
+            if (!root)
+                done = copy_out(s, Region(Buf::Recv, off), Region::slot(a.root, a.slot_line, round), n,
+                                {s.await_round(a.root, round, {pub[k]})}, stream);
+            else if (!a.in_place)
+                done =
+                    copy_out(s, Region(Buf::Recv, off), Region::slot(a.rank, a.slot_line, round), n, {pub[k]}, stream);
             s.release(round, {pub[k], done});
         });
     s.finalize();
@@ -369,9 +369,8 @@ std::unique_ptr<Schedule> build_pipeline_allgather(const CollArgs& a) {
             for (int q = 0; q < a.size; ++q) {
                 if (q == a.rank && a.in_place) continue;
                 const Deps ready = q == a.rank ? Deps{pub[k]} : Deps{s.await_round(q, round, {pub[k]})};
-                done.push_back(s.copy(Region(Buf::Recv, static_cast<size_t>(q) * bytes + off),
-                                      Region::slot(q, a.slot_line, round), n, ready));
-                if (stream) s.stream(done.back());
+                done.push_back(copy_out(s, Region(Buf::Recv, static_cast<size_t>(q) * bytes + off),
+                                        Region::slot(q, a.slot_line, round), n, ready, stream));
             }
             s.release(round, done);
         });

@@ -297,26 +297,21 @@ std::string Schedule::dump() const {
         }
         if (st.kind == StepKind::Await || st.kind == StepKind::Claim || st.kind == StepKind::Release) {
             out += cat(" round=", st.round);
-            if (ndeps(s)) {
-                out += " after";
-                for (uint32_t i = 0; i < ndeps(s); ++i) out += cat(" ", deps_of(s)[i]);
+        } else {
+            if (st.kind == StepKind::Publish && st.count) {
+                out += " pieces";
+                for (const SlotPiece& p : pieces_) out += cat(" ", reg(p.src), ":", p.bytes, "@", p.offset);
             }
-            out += "\n";
-            continue;
+            const bool reads = st.kind == StepKind::Get && st.count;  // a get that reduces
+            if (st.kind == StepKind::Send || st.kind == StepKind::Copy || st.kind == StepKind::Reduce ||
+                st.kind == StepKind::Publish || st.kind == StepKind::Expose || st.kind == StepKind::Put)
+                out += cat(" src=", reg(st.src));
+            if (st.kind == StepKind::Reduce || reads) out += cat(" src2=", reg(st.src2));
+            if (reads) out += cat(st.remote_first ? " remote-first" : "", " landing=", reg(st.src));
+            if (st.kind != StepKind::Send && st.kind != StepKind::Expose && st.kind != StepKind::Put)
+                out += cat(" dst=", reg(st.dst));
+            out += st.count ? cat(" count=", st.count) : cat(" bytes=", st.bytes);
         }
-        if (st.kind == StepKind::Publish && st.count) {
-            out += " pieces";
-            for (const SlotPiece& p : pieces_) out += cat(" ", reg(p.src), ":", p.bytes, "@", p.offset);
-        }
-        const bool reads = st.kind == StepKind::Get && st.count;  // a get that reduces
-        if (st.kind == StepKind::Send || st.kind == StepKind::Copy || st.kind == StepKind::Reduce ||
-            st.kind == StepKind::Publish || st.kind == StepKind::Expose || st.kind == StepKind::Put)
-            out += cat(" src=", reg(st.src));
-        if (st.kind == StepKind::Reduce || reads) out += cat(" src2=", reg(st.src2));
-        if (reads) out += cat(st.remote_first ? " remote-first" : "", " landing=", reg(st.src));
-        if (st.kind != StepKind::Send && st.kind != StepKind::Expose && st.kind != StepKind::Put)
-            out += cat(" dst=", reg(st.dst));
-        out += st.count ? cat(" count=", st.count) : cat(" bytes=", st.bytes);
         if (ndeps(s)) {
             out += " after";
             for (uint32_t i = 0; i < ndeps(s); ++i) out += cat(" ", deps_of(s)[i]);

@@ -100,7 +100,7 @@ struct Step {
     size_t bytes = 0;                     // Send, Recv, Copy
     size_t count = 0;                     // Reduce, Divide, Get (elements; Get: 0 unless it reduces)
     bool remote_first = false;            // Get that reduces: dst = remote op src2 (else src2 op remote)
-    bool stream = false;                  // Copy, Reduce: a large result, written past the caches
+    bool stream = false;                  // Copy: a large result, written past the caches
     uint32_t round = 0;                   // Publish, Await, Claim, Release: the slot round
     uint32_t dep_begin = 0, dep_end = 0;  // into Schedule::deps
 };
@@ -145,8 +145,8 @@ public:
     StepId publish_round(uint32_t round, Deps deps = {});  // marks the round's slot published
     StepId await_round(int peer, uint32_t round, Deps deps = {});
     StepId release(uint32_t round, Deps deps = {});
-    // A copy or reduction whose result is large: written with non-temporal
-    // stores on the host.
+    // A copy whose result is large: written with non-temporal stores on
+    // the host.
     void stream(StepId step) { steps_[step].stream = true; }
     // One-sided steps (when the transport reads and writes peers' memory,
     // Transport::one_sided()). An expose offers `bytes` of `src` to `peer`,

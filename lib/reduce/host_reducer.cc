@@ -241,17 +241,28 @@ constexpr size_t kStreamingMinBytes = size_t{8} << 20;
 constexpr size_t kStreamingBlockBytes = 1024;  // a multiple of 64 and of every element size
 
 #if CHORUS_STREAMING_STORES
-// Copy `bytes` (a multiple of 64) from src to dst (both 16-byte aligned)
-// with non-temporal stores.
+// Copy `bytes` with non-temporal stores: the head up to dst's first 64-byte
+// boundary and the tail with memcpy, src read unaligned. The caller fences
+// (_mm_sfence) before anything that must see the data.
 void stream_copy(void* dst, const void* src, size_t bytes) {
-    __m128i* d = static_cast<__m128i*>(dst);
-    const __m128i* s = static_cast<const __m128i*>(src);
-    for (size_t i = 0; i < bytes / 16; i += 4) {
-        _mm_stream_si128(d + i, _mm_load_si128(s + i));
-        _mm_stream_si128(d + i + 1, _mm_load_si128(s + i + 1));
-        _mm_stream_si128(d + i + 2, _mm_load_si128(s + i + 2));
-        _mm_stream_si128(d + i + 3, _mm_load_si128(s + i + 3));
+    char* d = static_cast<char*>(dst);
+    const char* s = static_cast<const char*>(src);
+    const size_t misalign = reinterpret_cast<uintptr_t>(d) % 64;
+    const size_t head = std::min(bytes, misalign == 0 ? size_t{0} : 64 - misalign);
+    std::memcpy(d, s, head);
+    d += head;
+    s += head;
+    bytes -= head;
+    __m128i* dv = reinterpret_cast<__m128i*>(d);
+    const __m128i* sv = reinterpret_cast<const __m128i*>(s);
+    const size_t body = bytes / 64 * 64;
+    for (size_t i = 0; i < body / 16; i += 4) {
+        _mm_stream_si128(dv + i, _mm_loadu_si128(sv + i));
+        _mm_stream_si128(dv + i + 1, _mm_loadu_si128(sv + i + 1));
+        _mm_stream_si128(dv + i + 2, _mm_loadu_si128(sv + i + 2));
+        _mm_stream_si128(dv + i + 3, _mm_loadu_si128(sv + i + 3));
     }
+    std::memcpy(d + body, s + body, bytes - body);
 }
 
 void reduce_streaming(ReduceFn separate, size_t size, void* dst, const void* a, const void* b, size_t count) {
@@ -286,36 +297,14 @@ void reduce_streaming(ReduceFn separate, size_t size, void* dst, const void* a, 
     // flag another thread polls).
     _mm_sfence();
 }
-// Copy with non-temporal stores: the head up to dst's first 64-byte
-// boundary and the tail with memcpy, src read unaligned.
-void stream_copy_any(void* dst, const void* src, size_t bytes) {
-    char* d = static_cast<char*>(dst);
-    const char* s = static_cast<const char*>(src);
-    const size_t misalign = reinterpret_cast<uintptr_t>(d) % 64;
-    const size_t head = std::min(bytes, misalign == 0 ? size_t{0} : 64 - misalign);
-    std::memcpy(d, s, head);
-    d += head;
-    s += head;
-    bytes -= head;
-    __m128i* dv = reinterpret_cast<__m128i*>(d);
-    const __m128i* sv = reinterpret_cast<const __m128i*>(s);
-    const size_t body = bytes / 64 * 64;
-    for (size_t i = 0; i < body / 16; i += 4) {
-        _mm_stream_si128(dv + i, _mm_loadu_si128(sv + i));
-        _mm_stream_si128(dv + i + 1, _mm_loadu_si128(sv + i + 1));
-        _mm_stream_si128(dv + i + 2, _mm_loadu_si128(sv + i + 2));
-        _mm_stream_si128(dv + i + 3, _mm_loadu_si128(sv + i + 3));
-    }
-    std::memcpy(d + body, s + body, bytes - body);
-    _mm_sfence();
-}
 #endif
 
 }  // namespace
 
 void host_copy_stream(void* dst, const void* src, size_t bytes) {
 #if CHORUS_STREAMING_STORES
-    stream_copy_any(dst, src, bytes);
+    stream_copy(dst, src, bytes);
+    _mm_sfence();
 #else
     std::memcpy(dst, src, bytes);
 #endif
