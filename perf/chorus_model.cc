@@ -166,7 +166,8 @@ std::string table_row(coll::Selector& selector, const std::vector<coll::Algorith
                           &a == choice.algorithm ? "*" : " ");
     }
     out += cat_format("   %s\n", choice.algorithm->name);
-    // The irregular forms choose by agreed arguments only (not checked).
+    // The irregular forms choose by the layout alone, for every size at once
+    // (Selector::choose_unagreed): not checked per size.
     if (best > 0 && chosen > best * tolerance && coll::Selector::sizes_agreed(c))
         misses.push_back(
             {cat(coll::collective_name(c), skewed ? " (skewed)" : "", " p=", p, " ", human(args.message_bytes()), ": ",

@@ -251,12 +251,9 @@ TEST_CASE("the selector takes a two-level algorithm where it is predicted fastes
                         best_us = us;
                     }
                 }
-                // The irregular forms take the first algorithm that applies
-                // (their sizes agree pair by pair only): never a two-level one.
-                if (!Selector::sizes_agreed(c)) {
-                    REQUIRE_FALSE(is_two_level(*choice.algorithm));
-                    continue;
-                }
+                // The irregular forms choose by the layout alone (their sizes
+                // agree pair by pair only): the test below.
+                if (!Selector::sizes_agreed(c)) continue;
                 if (m.flat()) {
                     REQUIRE(weighed == 0);
                     REQUIRE_FALSE(is_two_level(*choice.algorithm));
@@ -273,6 +270,61 @@ TEST_CASE("the selector takes a two-level algorithm where it is predicted fastes
             }
     }
     REQUIRE(two_level_choices > 0);
+}
+
+TEST_CASE(
+    "the irregular forms choose by the layout alone, the two-level ones where the model prefers them at every block",
+    "[unit][two_level][selector]") {
+    // Their sizes agree pair by pair only, so every rank must choose alike
+    // whatever its counts; at 16 hosts of 8 the two-level gatherv and
+    // scatterv are predicted ahead of the linear ones at every block of
+    // kUnagreedBlocks, and at 2x2 behind them.
+    const std::vector<std::vector<int>> layouts = {{2, 2}, {2, 1, 1}, std::vector<int>(16, 8), {4}};
+    for (const auto& layout : layouts) {
+        const HostMap m = HostMap::from_layout(layout);
+        CostParams p;
+        p.hosts = std::make_shared<const HostMap>(m);
+        for (Collective c : {Collective::Gatherv, Collective::Scatterv, Collective::Alltoallv}) {
+            CAPTURE(m.describe(), collective_name(c));
+            const Algorithm* chosen = nullptr;
+            for (size_t count : {size_t(0), size_t(2), size_t(5000), size_t(1) << 20})
+                for (int r : {0, 1, m.ranks() - 1}) {
+                    Selector sel(p);  // a fresh one: nothing cached from another rank
+                    CollArgs args = at_rank(args_for(c, m, count), r);
+                    args.chunk_bytes = 256 * 1024;
+                    const Algorithm* a = sel.choose(args).algorithm;
+                    if (!chosen) chosen = a;
+                    REQUIRE(a == chosen);
+                }
+            // The one whose worst ratio to the best over the blocks is least.
+            Selector sel(p);
+            CollArgs a = at_rank(args_for(c, m, 3), 0);
+            a.chunk_bytes = 256 * 1024;
+            double chosen_worst = 1, least = 0;
+            for (const Algorithm& alg : algorithms_for(c)) {
+                if (alg.supports && !alg.supports(a)) continue;
+                double worst = 1;
+                bool ahead_everywhere = true;  // of every other algorithm, by 10%
+                for (size_t block : Selector::kUnagreedBlocks) {
+                    double best = 0, others = 0;
+                    for (const auto& [other, pr] : sel.predictions(a, block)) {
+                        if (best == 0 || pr.us < best) best = pr.us;
+                        if (other != &alg && (others == 0 || pr.us < others)) others = pr.us;
+                    }
+                    const double mine = sel.prediction(alg, a, block)->us;
+                    worst = std::max(worst, mine / best);
+                    ahead_everywhere &= mine * 1.1 < others;
+                }
+                if (ahead_everywhere) REQUIRE(chosen == &alg);
+                if (&alg == chosen) chosen_worst = worst;
+                least = least == 0 ? worst : std::min(least, worst);
+            }
+            REQUIRE(chosen_worst == least);
+            if (m.hosts() == 1) REQUIRE_FALSE(is_two_level(*chosen));
+            if (m.ranks() == 128 && c != Collective::Alltoallv) REQUIRE(is_two_level(*chosen));
+            if (m.ranks() == 4 && m.hosts() == 2) REQUIRE_FALSE(is_two_level(*chosen));
+        }
+    }
 }
 
 namespace {

@@ -242,9 +242,8 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Alltoall, "shm_flat", build_flat_alltoall, slots},
         {Collective::Alltoall, "two_level_leaders", build_two_level_leaders_alltoall, two_level},
     };
-    // The irregular forms' first algorithm is taken wherever it applies
-    // (Selector::choose): their sizes are agreed pair by pair only. Their
-    // two-level forms, last, run only when CHORUS_ALGO forces them.
+    // The irregular forms' sizes are agreed pair by pair only: the selector
+    // chooses among them by the layout alone (Selector::choose_unagreed).
     static const std::vector<Algorithm> alltoallv = {
         {Collective::Alltoallv, "shm_flat", build_flat_alltoallv, shared},
         {Collective::Alltoallv, "pairwise", build_pairwise_alltoall, any},

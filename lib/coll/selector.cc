@@ -126,23 +126,54 @@ Selector::Key Selector::choice_key(const CollArgs& args) {
                shape_of(args)};
 }
 
+// Where ranks agree on no size, the choice rests on what they do agree on:
+// the rank count, the hosts and the element type. Each candidate is predicted
+// for equal blocks of every size of kUnagreedBlocks, and the choice is the
+// one whose worst ratio to the best prediction over them is the smallest
+// (ties to the earlier algorithm in the registry).
+void Selector::choose_unagreed(const CollArgs& args, Choice& choice) {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    std::vector<const Algorithm*> candidates;
+    CollArgs model = model_of(args, 0, 0);
+    model.cost = &params_;
+    for (const Algorithm& a : algorithms_for(args.coll))
+        if ((!a.supports || a.supports(args)) && (!a.selectable || a.selectable(model))) candidates.push_back(&a);
+    if (candidates.empty())
+        fail(CHORUS_ERR_UNSUPPORTED, "no ", collective_name(args.coll), " algorithm supports these arguments");
+    std::vector<double> worst(candidates.size(), 1);
+    const size_t esize = datatype_size(args.dtype);
+    bool first = true;
+    for (size_t block : kUnagreedBlocks) {
+        const size_t bytes = std::max(esize, block / esize * esize);
+        std::vector<double> t;
+        double best = kInf;
+        for (const Algorithm* a : candidates) {
+            const Prediction* p = prediction(*a, args, bytes);
+            t.push_back(p ? p->us : kInf);
+            best = std::min(best, t.back());
+            if (first && p) choice.predictions.emplace_back(a, p->us);
+        }
+        first = false;
+        for (size_t i = 0; i < candidates.size(); ++i)
+            worst[i] = std::max(worst[i], t[i] <= best ? 1.0 : best > 0 ? t[i] / best : kInf);
+    }
+    size_t pick = 0;
+    for (size_t i = 1; i < candidates.size(); ++i)
+        if (worst[i] < worst[pick] * (1 - 1e-9)) pick = i;
+    choice.algorithm = candidates[pick];
+    choice.regret = worst[pick];
+    choice.model_bytes = std::max(esize, kUnagreedBlocks[0] / esize * esize);
+}
+
 const Choice& Selector::choose(const CollArgs& args, bool* fresh) {
-    // Where only pairs of ranks agree on sizes: the first algorithm that
-    // takes the arguments.
     const Key key = choice_key(args);
     auto it = cache_.find(key);
     if (fresh) *fresh = it == cache_.end();
     if (it != cache_.end()) return it->second;
+    // Where only pairs of ranks agree on sizes, by the layout alone.
     if (!sizes_agreed(args.coll)) {
         Choice choice;
-        for (const Algorithm& a : algorithms_for(args.coll))
-            if (!a.selectable && (!a.supports || a.supports(args))) {
-                choice.algorithm = &a;
-                break;
-            }
-        if (!choice.algorithm)
-            fail(CHORUS_ERR_UNSUPPORTED, "no ", collective_name(args.coll), " algorithm supports these arguments");
-        choice.regret = 1;
+        choose_unagreed(args, choice);
         return cache_.emplace(key, std::move(choice)).first->second;
     }
 

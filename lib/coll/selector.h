@@ -73,8 +73,12 @@ public:
     static bool sizes_agreed(Collective c);
     static size_t class_floor(size_t cls);
     static constexpr double kNearBest = 1.02;
+    // The block sizes (bytes per rank or per peer) at which the collectives
+    // whose sizes are not agreed are predicted (choose_unagreed).
+    static constexpr size_t kUnagreedBlocks[4] = {8, 512, 32 * 1024, 2 * 1024 * 1024};
 
 private:
+    void choose_unagreed(const CollArgs& args, Choice& choice);
     CostParams params_;
     std::map<Key, Choice> cache_;
     struct Cached {

@@ -67,8 +67,13 @@ const coll::Algorithm& ScheduleCache::choose(const coll::CollArgs& args) {
     if (fresh && log_choices_ && log_level() >= LogLevel::Info) {
         std::string line;
         for (const auto& [algo, us] : c.predictions) line += cat(" ", algo->name, "=", us, "us");
-        log(LogLevel::Info, args.rank, coll::collective_name(args.coll), " of ~", c.model_bytes, " bytes on ",
-            args.size, " ranks: ", c.algorithm->name, " (predicted:", line, ")");
+        if (coll::Selector::sizes_agreed(args.coll))
+            log(LogLevel::Info, args.rank, coll::collective_name(args.coll), " of ~", c.model_bytes, " bytes on ",
+                args.size, " ranks: ", c.algorithm->name, " (predicted:", line, ")");
+        else
+            log(LogLevel::Info, args.rank, coll::collective_name(args.coll), " on ", args.size,
+                " ranks, any size: ", c.algorithm->name, " (worst ratio to the best ", c.regret, "; predicted for ",
+                c.model_bytes, "-byte blocks:", line, ")");
     }
     return *c.algorithm;
 }
