@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -128,9 +129,9 @@ struct Miss {
 // One line of a table: every algorithm's prediction at `bytes` and the
 // selector's choice; a choice more than `tolerance` above the best is added
 // to `misses`.
-std::string table_row(coll::Selector& selector, const std::vector<coll::Algorithm>& algos, coll::Collective c, int p,
-                      chorus_datatype_t dt, size_t bytes, bool skewed, const Config& config,
-                      const coll::CostParams& params, double tolerance, std::vector<Miss>& misses) {
+// The arguments of a table's row.
+coll::CollArgs row_args(coll::Collective c, int p, chorus_datatype_t dt, size_t bytes, bool skewed,
+                        const Config& config, const coll::CostParams& params) {
     coll::CollArgs args;
     args.coll = c;
     args.size = p;
@@ -148,6 +149,13 @@ std::string table_row(coll::Selector& selector, const std::vector<coll::Algorith
         args.displs[0] = 0;
         args.count = args.counts[0];
     }
+    return args;
+}
+
+std::string table_row(coll::Selector& selector, const std::vector<coll::Algorithm>& algos, coll::Collective c, int p,
+                      chorus_datatype_t dt, size_t bytes, bool skewed, const Config& config,
+                      const coll::CostParams& params, double tolerance, std::vector<Miss>& misses) {
+    const coll::CollArgs args = row_args(c, p, dt, bytes, skewed, config, params);
     const coll::Choice& choice = selector.choose(args);
     const coll::Predictions preds = selector.predictions(args, args.message_bytes());
     double best = 0, chosen = 0;
@@ -309,27 +317,53 @@ int main(int argc, char** argv) {
                     std::mutex mu;
                     std::condition_variable filled;
                     std::atomic<size_t> next{0};
-                    auto work = [&] {
-                        coll::Selector selector(params);
+                    // The irregular forms' choice needs predictions at several
+                    // sizes (Selector::kUnagreedBlocks), most of them the
+                    // rows': the workers predict their rows, and then one
+                    // selector holding all their predictions chooses and
+                    // writes every row (so no size is predicted twice).
+                    const bool unagreed = !coll::Selector::sizes_agreed(c);
+                    const int workers = std::min<int>(threads, static_cast<int>(sizes.size()));
+                    std::vector<coll::Selector> selectors(static_cast<size_t>(std::max(workers, 1)),
+                                                          coll::Selector(params));
+                    auto work = [&](coll::Selector& selector) {
                         for (size_t i; (i = next++) < sizes.size();) {
                             Row row;
                             try {
-                                row.text = table_row(selector, algos, c, p, dt, sizes[i], skewed, config, params,
-                                                     kTolerance, row.misses);
+                                if (unagreed)
+                                    selector.predictions(row_args(c, p, dt, sizes[i], skewed, config, params),
+                                                         sizes[i]);
+                                else
+                                    row.text = table_row(selector, algos, c, p, dt, sizes[i], skewed, config, params,
+                                                         kTolerance, row.misses);
                             } catch (const Error& e) {
                                 row.error = e.what();
                             }
                             std::lock_guard<std::mutex> lock(mu);
                             rows[i] = std::move(row);
-                            ready[i] = 1;
+                            ready[i] = unagreed ? 0 : 1;
                             filled.notify_all();
                         }
                     };
                     std::vector<std::thread> pool;
-                    const int workers = std::min<int>(threads, static_cast<int>(sizes.size()));
-                    for (int t = 0; t < workers && workers > 1; ++t) pool.emplace_back(work);
+                    for (int t = 0; t < workers && workers > 1; ++t) pool.emplace_back(work, std::ref(selectors[t]));
                     std::string error;
-                    if (pool.empty()) work();
+                    if (pool.empty()) work(selectors[0]);
+                    if (unagreed) {
+                        for (auto& t : pool) t.join();
+                        pool.clear();
+                        for (size_t t = 1; t < selectors.size(); ++t) selectors[0].adopt_predictions(selectors[t]);
+                        for (size_t i = 0; i < sizes.size(); ++i) {
+                            if (!rows[i].error.empty()) continue;
+                            try {
+                                rows[i].text = table_row(selectors[0], algos, c, p, dt, sizes[i], skewed, config,
+                                                         params, kTolerance, rows[i].misses);
+                            } catch (const Error& e) {
+                                rows[i].error = e.what();
+                            }
+                        }
+                        std::fill(ready.begin(), ready.end(), 1);
+                    }
                     for (size_t i = 0; i < sizes.size(); ++i) {
                         std::unique_lock<std::mutex> lock(mu);
                         filled.wait(lock, [&] { return ready[i] != 0; });

@@ -85,15 +85,27 @@ private:
         std::merge(mine.begin(), mine.end(), theirs.begin(), theirs.end(), cut.begin());
         cut.erase(std::unique(cut.begin(), cut.end()), cut.end());
         const size_t n = cut.size() - 1;
-        auto index = [&](size_t x) {
-            return static_cast<size_t>(std::lower_bound(cut.begin(), cut.end(), x) - cut.begin());
+        // Where x is in `cut`, searched from `from` on (accesses come mostly
+        // in order, so the search gallops forward from the last one found).
+        auto index = [&](size_t x, size_t from) {
+            if (from >= cut.size() || cut[from] > x) from = 0;
+            size_t step = 1, hi = from;
+            while (hi < cut.size() && cut[hi] < x) {
+                from = hi;
+                hi += step;
+                step *= 2;
+            }
+            return static_cast<size_t>(std::lower_bound(cut.begin() + from, cut.begin() + std::min(hi, cut.size()), x) -
+                                       cut.begin());
         };
         // Which old segment covers each interval, and whether it covers
         // that one only (its lists can then move instead of being copied).
         std::vector<int> was(n, -1);
         std::vector<char> alone(n, 0);
+        size_t at = 0;
         for (size_t k = 0; k < old.size(); ++k) {
-            const size_t b = index(old[k].lo), e = index(old[k].hi);
+            const size_t b = index(old[k].lo, at), e = index(old[k].hi, b);
+            at = e;
             for (size_t i = b; i < e; ++i) was[i] = static_cast<int>(k);
             if (e == b + 1) alone[b] = 1;
         }
@@ -101,9 +113,11 @@ private:
         // at rv[rat[i]..rat[i+1]).
         std::vector<size_t> first(acc.size()), last(acc.size());
         std::vector<uint32_t> wat(n + 1, 0), rat(n + 1, 0);
+        at = 0;
         for (size_t j = 0; j < acc.size(); ++j) {
-            first[j] = index(acc[j].lo);
-            last[j] = index(acc[j].hi);
+            first[j] = index(acc[j].lo, at);
+            last[j] = index(acc[j].hi, first[j]);
+            at = first[j];
             std::vector<uint32_t>& at = acc[j].write ? wat : rat;
             for (size_t i = first[j]; i < last[j]; ++i) ++at[i + 1];
         }

@@ -116,7 +116,22 @@ std::unique_ptr<Schedule> build_scatter_allgather_bcast(const CollArgs& a) {
     const int next = abs_rank(mod(rel + 1, p)), prev = abs_rank(mod(rel - 1, p));
     const int next_rel = mod(rel + 1, p);
     std::vector<StepId> arrived;  // pieces of the block received last step
-    for (int st = 0; st < p - 1; ++st) {
+    // With fewer elements than ranks only blocks 0 .. count - 1 hold any, and
+    // a step whose two blocks are empty adds nothing: only the steps that move
+    // one are visited, in order (else every rank's schedule passes over all p
+    // steps, quadratic for a model that builds many ranks' of a large group).
+    std::vector<int> steps;
+    if (a.count >= static_cast<size_t>(p)) {
+        steps.resize(static_cast<size_t>(p - 1));
+        for (int st = 0; st < p - 1; ++st) steps[static_cast<size_t>(st)] = st;
+    } else {
+        for (int b = 0; b < static_cast<int>(a.count); ++b)
+            for (int st : {mod(rel - b, p), mod(rel - b - 1, p)})
+                if (st < p - 1) steps.push_back(st);
+        std::sort(steps.begin(), steps.end());
+        steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    }
+    for (int st : steps) {
         const uint32_t step = kRingTagBase + static_cast<uint32_t>(st);
         const int out = mod(rel - st, p), in = mod(rel - st - 1, p);
         if (!holds(next_rel, out)) {

@@ -55,6 +55,11 @@ public:
     // One algorithm's, or nullptr where it declines the arguments.
     const Prediction* prediction(const Algorithm& algo, const CollArgs& args, size_t bytes);
     const CostParams& params() const { return params_; }
+    // Takes the predictions `other` made and this one did not; `other` must
+    // have the same parameters (a tool predicting rows on several threads).
+    void adopt_predictions(const Selector& other) {
+        predicted_.insert(other.predicted_.begin(), other.predicted_.end());
+    }
 
     // What a choice depends on besides the parameters (and the chunk size,
     // window and tag bits, fixed for a selector's life): (collective, ranks,
