@@ -24,6 +24,12 @@
 #                            CHORUS_LOG=info: its exit status, and rank 0 reports
 #                            that each forced algorithm ran ("allreduce:
 #                            two_level_rails (CHORUS_ALGO)")
+#   chosen LAYOUT SETTINGS CHOICES PROGRAM ARGS...
+#                            PROGRAM on that layout with SETTINGS (NAME=VALUE ...,
+#                            each passed with -x) and CHORUS_LOG=info: its exit
+#                            status, and rank 0 reports that the cost model chose
+#                            each irregular form of CHOICES (coll=algo,...) for
+#                            any size
 set -euo pipefail
 vcluster=$1 mode=$2
 shift 2
@@ -195,6 +201,30 @@ EOS
       echo "ran: ${item#*=} for ${item%%=*}"
     done
     took "$(basename "$1") on $layout, $algos"
+    ;;
+
+  chosen)
+    layout=$1 settings=$2 choices=$3
+    shift 3
+    margs="-x CHORUS_LOG=info"
+    for setting in $settings; do margs+=" -x $setting"; done
+    "$vcluster" -q --layout "$layout" --mpirun-args "$margs" -- "$@" >"$dir/log" 2>&1 || {
+      grep -v "^\[chorus info" "$dir/log" | tail -60
+      echo "FAIL: $(basename "$1") failed on $layout with $settings"
+      exit 1
+    }
+    grep -v "^\[chorus info" "$dir/log" | tail -3
+    IFS=, read -r -a items <<<"$choices"
+    for item in "${items[@]}"; do
+      want="[chorus info rank 0] ${item%%=*} on "
+      grep -F "$want" "$dir/log" | grep -qF " ranks, any size: ${item#*=} (" || {
+        grep -F "any size" "$dir/log" | sort -u | head
+        echo "FAIL: rank 0 did not report choosing ${item#*=} for ${item%%=*}"
+        exit 1
+      }
+      echo "chosen: ${item#*=} for ${item%%=*}"
+    done
+    took "$(basename "$1") on $layout, $settings"
     ;;
 
   *)
