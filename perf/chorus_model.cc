@@ -126,9 +126,6 @@ struct Miss {
     double ratio;
 };
 
-// One line of a table: every algorithm's prediction at `bytes` and the
-// selector's choice; a choice more than `tolerance` above the best is added
-// to `misses`.
 // The arguments of a table's row.
 coll::CollArgs row_args(coll::Collective c, int p, chorus_datatype_t dt, size_t bytes, bool skewed,
                         const Config& config, const coll::CostParams& params) {
@@ -152,6 +149,9 @@ coll::CollArgs row_args(coll::Collective c, int p, chorus_datatype_t dt, size_t 
     return args;
 }
 
+// One line of a table: every algorithm's prediction at `bytes` and the
+// selector's choice; a choice more than `tolerance` above the best is added
+// to `misses`.
 std::string table_row(coll::Selector& selector, const std::vector<coll::Algorithm>& algos, coll::Collective c, int p,
                       chorus_datatype_t dt, size_t bytes, bool skewed, const Config& config,
                       const coll::CostParams& params, double tolerance, std::vector<Miss>& misses) {
@@ -318,7 +318,7 @@ int main(int argc, char** argv) {
                     std::condition_variable filled;
                     std::atomic<size_t> next{0};
                     // The irregular forms' choice needs predictions at several
-                    // sizes (Selector::kUnagreedBlocks), most of them the
+                    // sizes (Selector::unagreed_blocks), most of them the
                     // rows': the workers predict their rows, and then one
                     // selector holding all their predictions chooses and
                     // writes every row (so no size is predicted twice).

@@ -24,14 +24,14 @@ CollArgs args_for(Collective c, int p, size_t bytes) {
 }
 // Where sizes are agreed pair by pair only: the algorithm that applies
 // whose worst ratio to the best prediction over the blocks of
-// Selector::kUnagreedBlocks is the smallest (the earlier one on a tie).
+// Selector::unagreed_blocks() is the smallest (the earlier one on a tie).
 const Algorithm* least_worst(Selector& sel, const CollArgs& a) {
     const Algorithm* pick = nullptr;
     double pick_worst = 0;
     for (const Algorithm& alg : algorithms_for(a.coll)) {
         if (alg.supports && !alg.supports(a)) continue;
         double worst = 1;
-        for (size_t block : Selector::kUnagreedBlocks) {
+        for (size_t block : Selector::unagreed_blocks(a)) {
             double best = 0;
             for (const auto& [other, pr] : sel.predictions(a, block))
                 if (best == 0 || pr.us < best) best = pr.us;
@@ -69,6 +69,20 @@ TEST_CASE("the selector returns a supported algorithm for every collective, size
                 a.rank = p - 1;
                 REQUIRE(choice.algorithm->build(a) != nullptr);
             }
+}
+
+TEST_CASE("the irregular forms are predicted at four block sizes, each at most 16 pipeline chunks",
+          "[unit][selector]") {
+    CollArgs a = args_for(Collective::Gatherv, 4, 64);
+    REQUIRE(Selector::unagreed_blocks(a) == std::vector<size_t>{8, 512, 32768, 2097152});
+    a.chunk_bytes = 64;
+    REQUIRE(Selector::unagreed_blocks(a) == std::vector<size_t>{8, 512, 1024, 1024});
+    a.dtype = CHORUS_FLOAT64;
+    a.chunk_bytes = 1;  // 16 bytes: whole elements
+    REQUIRE(Selector::unagreed_blocks(a) == std::vector<size_t>{8, 16, 16, 16});
+    a.dtype = CHORUS_INT8;
+    a.chunk_bytes = 0;  // never below the smallest
+    REQUIRE(Selector::unagreed_blocks(a) == std::vector<size_t>{8, 8, 8, 8});
 }
 
 TEST_CASE("the choice is cached per size class and the same for every rank", "[unit][selector]") {

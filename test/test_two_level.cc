@@ -278,7 +278,7 @@ TEST_CASE(
     // Their sizes agree pair by pair only, so every rank must choose alike
     // whatever its counts; at 16 hosts of 8 the two-level gatherv and
     // scatterv are predicted ahead of the linear ones at every block of
-    // kUnagreedBlocks, and at 2x2 behind them.
+    // Selector::unagreed_blocks(), and at 2x2 behind them.
     const std::vector<std::vector<int>> layouts = {{2, 2}, {2, 1, 1}, std::vector<int>(16, 8), {4}};
     for (const auto& layout : layouts) {
         const HostMap m = HostMap::from_layout(layout);
@@ -305,7 +305,7 @@ TEST_CASE(
                 if (alg.supports && !alg.supports(a)) continue;
                 double worst = 1;
                 bool ahead_everywhere = true;  // of every other algorithm, by 10%
-                for (size_t block : Selector::kUnagreedBlocks) {
+                for (size_t block : Selector::unagreed_blocks(a)) {
                     double best = 0, others = 0;
                     for (const auto& [other, pr] : sel.predictions(a, block)) {
                         if (best == 0 || pr.us < best) best = pr.us;

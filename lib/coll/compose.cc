@@ -102,10 +102,10 @@ private:
         // that one only (its lists can then move instead of being copied).
         std::vector<int> was(n, -1);
         std::vector<char> alone(n, 0);
-        size_t at = 0;
+        size_t near = 0;  // where the last search ended
         for (size_t k = 0; k < old.size(); ++k) {
-            const size_t b = index(old[k].lo, at), e = index(old[k].hi, b);
-            at = e;
+            const size_t b = index(old[k].lo, near), e = index(old[k].hi, b);
+            near = e;
             for (size_t i = b; i < e; ++i) was[i] = static_cast<int>(k);
             if (e == b + 1) alone[b] = 1;
         }
@@ -113,11 +113,11 @@ private:
         // at rv[rat[i]..rat[i+1]).
         std::vector<size_t> first(acc.size()), last(acc.size());
         std::vector<uint32_t> wat(n + 1, 0), rat(n + 1, 0);
-        at = 0;
+        near = 0;
         for (size_t j = 0; j < acc.size(); ++j) {
-            first[j] = index(acc[j].lo, at);
+            first[j] = index(acc[j].lo, near);
             last[j] = index(acc[j].hi, first[j]);
-            at = first[j];
+            near = first[j];
             std::vector<uint32_t>& at = acc[j].write ? wat : rat;
             for (size_t i = first[j]; i < last[j]; ++i) ++at[i + 1];
         }

@@ -126,9 +126,17 @@ Selector::Key Selector::choice_key(const CollArgs& args) {
                shape_of(args)};
 }
 
+std::vector<size_t> Selector::unagreed_blocks(const CollArgs& args) {
+    const size_t esize = datatype_size(args.dtype);
+    const size_t most = std::max(kUnagreedBlocks[0], kUnagreedPieces * args.chunk_bytes);
+    std::vector<size_t> out;
+    for (size_t block : kUnagreedBlocks) out.push_back(std::max(esize, std::min(block, most) / esize * esize));
+    return out;
+}
+
 // Where ranks agree on no size, the choice rests on what they do agree on:
 // the rank count, the hosts and the element type. Each candidate is predicted
-// for equal blocks of every size of kUnagreedBlocks, and the choice is the
+// for equal blocks of every size of unagreed_blocks(), and the choice is the
 // one whose worst ratio to the best prediction over them is the smallest
 // (ties to the earlier algorithm in the registry).
 void Selector::choose_unagreed(const CollArgs& args, Choice& choice) {
@@ -141,10 +149,9 @@ void Selector::choose_unagreed(const CollArgs& args, Choice& choice) {
     if (candidates.empty())
         fail(CHORUS_ERR_UNSUPPORTED, "no ", collective_name(args.coll), " algorithm supports these arguments");
     std::vector<double> worst(candidates.size(), 1);
-    const size_t esize = datatype_size(args.dtype);
+    const std::vector<size_t> blocks = unagreed_blocks(args);
     bool first = true;
-    for (size_t block : kUnagreedBlocks) {
-        const size_t bytes = std::max(esize, block / esize * esize);
+    for (size_t bytes : blocks) {
         std::vector<double> t;
         double best = kInf;
         for (const Algorithm* a : candidates) {
@@ -162,7 +169,7 @@ void Selector::choose_unagreed(const CollArgs& args, Choice& choice) {
         if (worst[i] < worst[pick] * (1 - 1e-9)) pick = i;
     choice.algorithm = candidates[pick];
     choice.regret = worst[pick];
-    choice.model_bytes = std::max(esize, kUnagreedBlocks[0] / esize * esize);
+    choice.model_bytes = blocks[0];
 }
 
 const Choice& Selector::choose(const CollArgs& args, bool* fresh) {

@@ -79,8 +79,13 @@ public:
     static size_t class_floor(size_t cls);
     static constexpr double kNearBest = 1.02;
     // The block sizes (bytes per rank or per peer) at which the collectives
-    // whose sizes are not agreed are predicted (choose_unagreed).
+    // whose sizes are not agreed are predicted (choose_unagreed): these, in
+    // whole elements, each at most kUnagreedPieces pipeline chunks (so that
+    // a small CHORUS_CHUNK_BYTES does not make the choice cost thousands of
+    // pieces a block).
     static constexpr size_t kUnagreedBlocks[4] = {8, 512, 32 * 1024, 2 * 1024 * 1024};
+    static constexpr size_t kUnagreedPieces = 16;
+    static std::vector<size_t> unagreed_blocks(const CollArgs& args);
 
 private:
     void choose_unagreed(const CollArgs& args, Choice& choice);
