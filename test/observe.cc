@@ -67,9 +67,11 @@ bool run_disagree(chorus_comm_t c) {
     float x[4] = {1, 2, 3, 4}, y[4];
     chorus_result_t rc = me == 0 ? chorus_reduce(x, y, 4, CHORUS_FLOAT32, CHORUS_SUM, 0, c, nullptr)
                                  : chorus_broadcast(x, y, 4, CHORUS_FLOAT32, 0, c, nullptr);
-    // Nothing can complete: both ranks must end with an error.
+    // Nothing can complete: both ranks must end with an error, their own
+    // timeout, or the peer's failure where the other rank timed out first
+    // and left (its endpoint closed before this rank's timer fired).
     std::fprintf(stderr, "rank %d: %s\n", me, chorus_get_error_string(rc));
-    return rc == CHORUS_ERR_TIMEOUT || rc == CHORUS_ERR_COMM_FAILED;
+    return rc == CHORUS_ERR_TIMEOUT || rc == CHORUS_ERR_COMM_FAILED || rc == CHORUS_ERR_PEER_FAILED;
 }
 
 bool run_stragglers(chorus_comm_t c) {
