@@ -48,6 +48,19 @@ trap 'rm -rf "$dir"' EXIT
 start=$(date +%s.%N)
 took() { printf '%s: %.1f s\n' "$1" "$(echo "$(date +%s.%N) - $start" | bc)"; }
 
+# Runs PROGRAM ARGS on LAYOUT with MPIRUN_ARGS into $dir/log; on failure
+# prints the log without Chorus's info lines and exits 1, naming WHAT.
+run_logged() {  # LAYOUT MPIRUN_ARGS WHAT PROGRAM ARGS...
+  local layout=$1 margs=$2 what=$3
+  shift 3
+  "$vcluster" -q --layout "$layout" --mpirun-args "$margs" -- "$@" >"$dir/log" 2>&1 || {
+    grep -v "^\[chorus info" "$dir/log" | tail -60
+    echo "FAIL: $(basename "$1") failed on $layout with $what"
+    exit 1
+  }
+  grep -v "^\[chorus info" "$dir/log" | tail -3
+}
+
 case $mode in
   mpi)
     layout=$1 prog=$2 bytes=32M
@@ -183,13 +196,7 @@ EOS
   forced)
     layout=$1 algos=$2
     shift 2
-    "$vcluster" -q --layout "$layout" --mpirun-args "-x CHORUS_ALGO=$algos -x CHORUS_LOG=info" -- "$@" \
-      >"$dir/log" 2>&1 || {
-      grep -v "^\[chorus info" "$dir/log" | tail -60
-      echo "FAIL: $(basename "$1") failed on $layout with CHORUS_ALGO=$algos"
-      exit 1
-    }
-    grep -v "^\[chorus info" "$dir/log" | tail -3
+    run_logged "$layout" "-x CHORUS_ALGO=$algos -x CHORUS_LOG=info" "CHORUS_ALGO=$algos" "$@"
     IFS=, read -r -a items <<<"$algos"
     for item in "${items[@]}"; do
       want="[chorus info rank 0] ${item%%=*}: ${item#*=} (CHORUS_ALGO)"
@@ -208,12 +215,7 @@ EOS
     shift 3
     margs="-x CHORUS_LOG=info"
     for setting in $settings; do margs+=" -x $setting"; done
-    "$vcluster" -q --layout "$layout" --mpirun-args "$margs" -- "$@" >"$dir/log" 2>&1 || {
-      grep -v "^\[chorus info" "$dir/log" | tail -60
-      echo "FAIL: $(basename "$1") failed on $layout with $settings"
-      exit 1
-    }
-    grep -v "^\[chorus info" "$dir/log" | tail -3
+    run_logged "$layout" "$margs" "$settings" "$@"
     IFS=, read -r -a items <<<"$choices"
     for item in "${items[@]}"; do
       want="[chorus info rank 0] ${item%%=*} on "
