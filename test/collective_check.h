@@ -274,8 +274,16 @@ inline void check_collective(LoopbackGroup& group, const CollCase& c, const Plac
         // the receive buffer as the API does.
         if (c.coll == Collective::Broadcast && r != c.root) send[r] = recv[r];
     }
+    // Each rank's arguments say in place where the API's would (a builder
+    // may order its own steps by it): a reduce's root, a broadcast's
+    // root and every other rank (whose send buffer is its receive buffer).
+    std::vector<CollArgs> ranks_args(static_cast<size_t>(p), args);
+    for (int r = 0; r < p; ++r)
+        ranks_args[r].in_place = c.coll == Collective::Reduce      ? c.in_place && r == c.root
+                                 : c.coll == Collective::Broadcast ? c.in_place || r != c.root
+                                                                   : c.in_place;
     std::string error;
-    auto rc = run_placed(group, std::vector<CollArgs>(p, args), in, out, send, recv, place, &error, poison);
+    auto rc = run_placed(group, ranks_args, in, out, send, recv, place, &error, poison);
     INFO(describe(c, p) << " " << error);
     for (int r = 0; r < p; ++r) {
         INFO("rank " << r);

@@ -65,18 +65,21 @@ std::vector<std::vector<char>> run(test::LoopbackGroup& g, const Case& c, const 
                                    bool (*in_place)(int), const test::Placement& place = {}) {
     const int p = g.size();
     const size_t w = ref::esize(c.dt);
-    const CollArgs args = c.args(p);
+    // In place where the API would say so (a builder may order a rank's
+    // own steps by it).
+    std::vector<CollArgs> args(static_cast<size_t>(p), c.args(p));
     std::vector<std::vector<char>> in = inputs, out(p);
     std::vector<const void*> send(p);
     std::vector<void*> recv(p);
     std::vector<size_t> bytes(p);
     for (int r = 0; r < p; ++r) {
         const bool mine = c.coll != Collective::Reduce || r == c.root;
-        bytes[r] = !mine ? 0 : c.coll == Collective::ReduceScatter ? args.block_count(r) * w : c.total(p) * w;
+        bytes[r] = !mine ? 0 : c.coll == Collective::ReduceScatter ? args[r].block_count(r) * w : c.total(p) * w;
         in[r].push_back('\x5a');  // never empty
         out[r].assign(bytes[r] + 1, '\x5a');
         send[r] = in[r].data();
         recv[r] = in_place(r) && mine ? in[r].data() : out[r].data();
+        args[r].in_place = recv[r] == send[r];
     }
     std::string error;
     auto rc = test::run_placed(g, args, in, out, send, recv, place, &error);

@@ -129,6 +129,8 @@ Prediction predict_stage(const Algorithm& algo, const CollArgs& args, const Cost
     };
     Prediction out;
     const HostMap* hosts = params.hosts.get();
+    // A broadcast's root in place: its copy to its own result is skipped.
+    const bool send_is_recv = a.in_place && a.coll == Collective::Broadcast;
     // Symmetric: relabellings that keep the host map (any, where every pair
     // of ranks is of one class; whole hosts, where hosts are blocks of
     // consecutive ranks) take the first block's schedules to every other
@@ -177,7 +179,7 @@ Prediction predict_stage(const Algorithm& algo, const CollArgs& args, const Cost
             }
             if (!images) continue;
             SimGroup g(p, args.dtype, hosts);
-            for (int i = 0; i < block; ++i) g.add(i, rank(i));
+            for (int i = 0; i < block; ++i) g.add(i, rank(i), send_is_recv);
             if (!g.pair_images(r)) continue;
             kept.clear();
             out.mode = SimMode::Symmetric;
@@ -204,7 +206,7 @@ Prediction predict_stage(const Algorithm& algo, const CollArgs& args, const Cost
     bool room = true;
     auto take = [&](int r, std::unique_ptr<Schedule> s, std::vector<int>* stack) {
         if (g.ranks() > 0 && g.steps() + s->num_steps() > budget) return room = false;
-        g.add(r, *s);
+        g.add(r, *s, send_is_recv);
         if (stack) {
             std::vector<int> from = senders_of(*s);
             stack->insert(stack->end(), from.rbegin(), from.rend());

@@ -41,7 +41,11 @@ CollArgs model_of(const CollArgs& args, size_t bytes, int shape) {
     model.op = avg ? CHORUS_AVG : CHORUS_SUM;
     model.root = 0;
     model.rank = 0;
-    model.in_place = false;
+    // A broadcast is priced in place, as MPI_Bcast always is: its root's
+    // copy to its own result, when it passes two buffers, is one copy
+    // whatever the algorithm, and the one-sided broadcast, whose root
+    // copies as well, would otherwise be priced behind that copy.
+    model.in_place = args.coll == Collective::Broadcast;
     model.counts.clear();
     model.displs.clear();
     model.send_counts.clear();

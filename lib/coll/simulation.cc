@@ -48,7 +48,7 @@ void SimGroup::reserve(size_t steps) {
     xfers_.reserve(steps);
 }
 
-void SimGroup::add(int rank, const Schedule& s) {
+void SimGroup::add(int rank, const Schedule& s, bool send_is_recv) {
     if (index_[rank] >= 0) return;
     const uint64_t base = steps();
     if (base + s.num_steps() >= kNone) fail(CHORUS_ERR_INTERNAL, "cost model: too many steps to simulate");
@@ -74,6 +74,9 @@ void SimGroup::add(int rank, const Schedule& s) {
         n.partner = kNone;
         n.out_begin = static_cast<uint32_t>(out_.size());
         n.remote = is_transfer(st.kind) && hosts_ && !hosts_->same_host(rank, st.peer);
+        if (send_is_recv && st.kind == StepKind::Copy && st.src.buf == Buf::Send && st.dst.buf == Buf::Recv &&
+            st.src.offset == st.dst.offset)
+            n.bytes = 0;
         nodes_.push_back(n);
         const uint32_t* d = s.dependents_of(k);
         for (uint32_t i = 0; i < s.ndependents(k); ++i) out_.push_back(static_cast<uint32_t>(base + d[i]));

@@ -48,7 +48,10 @@ public:
     // Room for about this many steps (memory is only reserved, not touched).
     void reserve(size_t steps);
     // Add `rank`'s schedule (finalized); the schedule may be dropped after.
-    void add(int rank, const Schedule& s);
+    // `send_is_recv`: its Send and Recv buffers are one (a broadcast's root
+    // in place), so a copy from one to the same offset of the other is
+    // skipped, as the executor does.
+    void add(int rank, const Schedule& s, bool send_is_recv = false);
     bool has(int rank) const { return index_[rank] >= 0; }
     int ranks() const { return static_cast<int>(ranks_.size()); }
     size_t steps() const { return nodes_.size() - 1; }
