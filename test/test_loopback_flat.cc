@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "collective_check.h"
+#include "net/shm/shm_segment.h"
 
 using chorus::coll::Collective;
 
@@ -21,7 +22,7 @@ const Collective kAll[] = {Collective::Allreduce, Collective::Broadcast, Collect
 const Collective kMovement[] = {Collective::Allgatherv, Collective::Alltoall, Collective::Gather, Collective::Scatter,
                                 Collective::Barrier};
 
-constexpr size_t kSlotBytes = 16368;
+constexpr size_t kSlotBytes = chorus::net::shm::kPubBytes;  // the real slots'
 
 test::LoopbackGroup flat_group(int p, Collective coll) {
     test::LoopbackGroup group(p, test::forced(coll, "shm_flat"));
@@ -243,7 +244,7 @@ TEST_CASE("flat collectives on the emulated device, host and device ranks mixed"
 }
 
 TEST_CASE("flat irregular forms: each block by the slots or by a message, as its size says", "[flat]") {
-    // Blocks from none to more than a whole slot (16368 bytes), so that in
+    // Blocks from none to more than a whole slot (kSlotBytes), so that in
     // one call some go through the slots and some as messages; all-to-allv
     // in place too (its blocks then pair up in size).
     for (Collective coll : {Collective::Gatherv, Collective::Scatterv, Collective::Alltoallv})

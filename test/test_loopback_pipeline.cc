@@ -11,6 +11,7 @@
 
 #include "coll/algorithm.h"
 #include "collective_check.h"
+#include "net/shm/shm_segment.h"
 
 using chorus::Schedule;
 using chorus::Step;
@@ -40,7 +41,7 @@ TEST_CASE("pipelined collectives through the slots, at many rank counts and size
     // Small slots (chunks of 64 bytes to a few hundred): many rounds for
     // small messages; and the real slot size.
     for (Collective coll : kPipelined)
-        for (size_t slot : {size_t(1024), size_t(16368)})
+        for (size_t slot : {size_t(1024), chorus::net::shm::kPubBytes})
             for (int p : {1, 2, 3, 4, 5, 7, 8, 13, 16}) {
                 auto group = pipeline_group(p, slot, coll);
                 const bool reduces = coll == Collective::Allreduce || coll == Collective::Reduce;

@@ -22,6 +22,7 @@
 
 #include "collective_check.h"
 #include "core/config.h"
+#include "net/shm/shm_segment.h"
 #include "rounding.h"
 
 using chorus::coll::CollArgs;
@@ -212,7 +213,7 @@ std::vector<Case> cases(Collective coll, const std::string& algo, int p, Inputs 
 // (without them a forced shm_flat falls back to the selector's choice); the
 // one-sided ones read the peers' buffers.
 void slots_for(const std::string& algo, test::LoopbackGroup& g) {
-    if (algo == "shm_flat" || algo == "shm_pipeline") g.hub->enable_slots(16368);
+    if (algo == "shm_flat" || algo == "shm_pipeline") g.hub->enable_slots(chorus::net::shm::kPubBytes);
     if (algo == "one_sided") g.hub->enable_one_sided();
 }
 

@@ -175,7 +175,7 @@ void Executor::run_local(StepId s) {
             else if (st.stream)
                 host_copy_stream(dst, src, st.bytes);
             else
-                std::memcpy(dst, src, st.bytes);
+                host_copy(dst, src, st.bytes);
             break;
         }
         case StepKind::Divide:
@@ -231,7 +231,7 @@ void Executor::publish(StepId s) {
         queued_.push_back({s, dev_.device->mark(), Phase::Published, nullptr});
         return;
     }
-    each_piece([](char* to, const char* from, size_t n) { std::memcpy(to, from, n); });
+    each_piece([](char* to, const char* from, size_t n) { host_copy(to, from, n); });
     transport_.publish(buffers_.slot_op + st.round);
     finish(s);
 }

@@ -71,10 +71,10 @@ size_t run_steps(const Schedule& s, T& t, const Buffers& b, unsigned polls, uint
                     if (i == polls) return k;
                     if (pause) relax();
                 }
-                if (!st.count && st.bytes) std::memcpy(at(t, b, st.dst), at(t, b, st.src), st.bytes);
+                if (!st.count && st.bytes) host_copy(at(t, b, st.dst), at(t, b, st.src), st.bytes);
                 if (st.count)
                     for (const Schedule::SlotPiece& p : s.slot_pieces())
-                        std::memcpy(at(t, b, st.dst) + p.offset, at(t, b, p.src), p.bytes);
+                        host_copy(at(t, b, st.dst) + p.offset, at(t, b, p.src), p.bytes);
                 t.publish(b.slot_op + st.round);
                 stamp();
                 break;
@@ -103,7 +103,7 @@ size_t run_steps(const Schedule& s, T& t, const Buffers& b, unsigned polls, uint
                 if (st.stream)
                     host_copy_stream(dst, src, st.bytes);
                 else if (dst != src)
-                    std::memcpy(dst, src, st.bytes);
+                    host_copy(dst, src, st.bytes);
                 break;
             }
             case StepKind::Divide: host_divide(s.dtype(), at(t, b, st.dst), st.count, s.divisor()); break;

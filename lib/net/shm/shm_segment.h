@@ -7,7 +7,7 @@
 //  - kPubSlots publish slots, where it puts its contribution to a small
 //    collective for every local rank to read, and a count of the slot
 //    operations it has completed (a slot is reused once every rank has).
-// The segment grows linearly with L: about 256 KiB of queue and 64 KiB of
+// The segment grows linearly with L: about 256 KiB of queue and 128 KiB of
 // slots per rank. A waiting receiver looks at one cell of its own queue.
 #pragma once
 
@@ -22,7 +22,7 @@ namespace chorus::net::shm {
 constexpr size_t kCells = 64;        // per inbound queue
 constexpr size_t kCellBytes = 4096;  // a cell, header included
 constexpr size_t kPubSlots = 8;      // slot operations in flight
-constexpr size_t kPubBytes = 16368;  // payload of a publish slot
+constexpr size_t kPubBytes = 16432;  // payload of a publish slot: a size class of 8 KiB (to 16383 bytes) fits
 
 // A cell: 32 bytes of header, then the payload, so a message of up to 32
 // bytes is a single cache line handed from sender to receiver.
