@@ -66,7 +66,7 @@ TEST_CASE("unknown CHORUS_ variables are collected for a warning", "[unit][confi
 
 TEST_CASE("config: shared memory, staging and rendezvous cost settings", "[unit][config]") {
     Config d = Config::from_strings({});
-    CHECK(d.shm_eager_bytes == 32768);
+    CHECK(d.shm_eager_bytes == 8192);
     CHECK_FALSE(d.always_stage);
     Config c = Config::from_strings({"CHORUS_SHM_EAGER=0", "CHORUS_STAGING=always", "CHORUS_COST_RNDV_US=0"});
     CHECK(c.shm_eager_bytes == 0);

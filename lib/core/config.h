@@ -31,7 +31,7 @@ struct Config {
     int spin_before_yield = -1;               // CHORUS_SPIN: idle polls before yielding; -1 = auto
     bool peer_errors = false;                 // CHORUS_PEER_ERRORS: UCX's own peer failure detection
     bool check = false;                       // CHORUS_CHECK: compare arguments across ranks first
-    size_t shm_eager_bytes = 32768;           // CHORUS_SHM_EAGER: largest message through Chorus's shared memory
+    size_t shm_eager_bytes = 8192;            // CHORUS_SHM_EAGER: largest message through Chorus's shared memory
     bool always_stage = false;                // CHORUS_STAGING=always: stage device buffers even if UCX has CUDA
     InterceptPolicy intercept = InterceptPolicy::All;  // CHORUS_MPI_INTERCEPT
     bool mpi_stage_all = false;                        // CHORUS_MPI_STAGING=all: host buffers copied too
