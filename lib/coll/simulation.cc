@@ -414,7 +414,9 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
 
     // The steps ready from the start, in the queue's order (time 0, step
     // index, turn) without the queue: a counting sort by step index, stable
-    // in turn. Nothing becomes ready at time 0 later (every step takes time).
+    // in turn. A step that takes no time (an empty publish, a copy skipped in
+    // place) makes its dependents ready at time 0 as well: they go through
+    // the queue after these, in the same order on every run.
     {
         std::vector<uint32_t> at(1, 0), first;
         for (uint32_t s = 0; s < n; ++s) {
