@@ -408,6 +408,13 @@ typedef enum {
  * is made. */
 chorus_result_t chorus_memory_kind(const void* ptr, chorus_memory_kind_t* kind);
 
+/* 0 while chorus_memory_kind would say CHORUS_MEMORY_HOST of every pointer
+ * (a library built without CUDA, no GPU, or a process that holds no CUDA
+ * context yet), so a caller may skip asking it per pointer; 1 from when
+ * device memory may exist. Once 1, it stays 1. Makes no CUDA call that
+ * could create a context. */
+int chorus_device_memory_possible(void);
+
 /* Copy `bytes` from `src` to `dst`, whatever memory either is in, and return
  * once the copy is complete. Device memory is copied on CUDA's legacy default
  * stream; a copy between host buffers is a plain memcpy. The two ranges must

@@ -23,6 +23,10 @@ chorus_result_t chorus_memory_kind(const void* ptr, chorus_memory_kind_t* kind) 
     return CHORUS_SUCCESS;
 }
 
+int chorus_device_memory_possible(void) {
+    return chorus::gpu::device_memory_possible() ? 1 : 0;
+}
+
 chorus_result_t chorus_memcpy(void* dst, const void* src, size_t bytes) {
     if (bytes == 0) return CHORUS_SUCCESS;
     if (!dst || !src)

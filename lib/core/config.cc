@@ -203,17 +203,20 @@ const std::vector<Setting> kSettings = {
      [](const Config& c) { return std::string(c.always_stage ? "always" : "auto"); }},
     {"CHORUS_MPI_INTERCEPT", true,
      [](Config& c, const std::string& n, const std::string& v) {
-         if (v.empty() || v == "all")
+         if (v.empty() || v == "faster")
+             c.intercept = InterceptPolicy::Faster;
+         else if (v == "all")
              c.intercept = InterceptPolicy::All;
          else if (v == "device")
              c.intercept = InterceptPolicy::Device;
          else if (v == "none")
              c.intercept = InterceptPolicy::None;
          else
-             fail(CHORUS_ERR_CONFIG, n, "='", v, "' is not a valid setting (expected all, device or none)");
+             fail(CHORUS_ERR_CONFIG, n, "='", v, "' is not a valid setting (expected faster, all, device or none)");
      },
      [](const Config& c) -> std::string {
          switch (c.intercept) {
+             case InterceptPolicy::Faster: return "faster";
              case InterceptPolicy::All: return "all";
              case InterceptPolicy::Device: return "device";
              case InterceptPolicy::None: return "none";

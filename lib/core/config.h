@@ -19,7 +19,7 @@
 namespace chorus {
 
 // libchorus_mpi's policy (CHORUS_MPI_INTERCEPT).
-enum class InterceptPolicy { All, Device, None };
+enum class InterceptPolicy { Faster, All, Device, None };
 
 struct Config {
     LogLevel log_level = LogLevel::Warn;      // CHORUS_LOG
@@ -33,11 +33,11 @@ struct Config {
     bool check = false;                       // CHORUS_CHECK: compare arguments across ranks first
     size_t shm_eager_bytes = 8192;            // CHORUS_SHM_EAGER: largest message through Chorus's shared memory
     bool always_stage = false;                // CHORUS_STAGING=always: stage device buffers even if UCX has CUDA
-    InterceptPolicy intercept = InterceptPolicy::All;  // CHORUS_MPI_INTERCEPT
-    bool mpi_stage_all = false;                        // CHORUS_MPI_STAGING=all: host buffers copied too
-    coll::CostParams cost;                             // CHORUS_COST_*
-    std::string trace_dir;                             // CHORUS_TRACE: write traces there ("": none)
-    size_t record = 64;                                // CHORUS_RECORD: operations the flight recorder keeps
+    InterceptPolicy intercept = InterceptPolicy::Faster;  // CHORUS_MPI_INTERCEPT
+    bool mpi_stage_all = false;                           // CHORUS_MPI_STAGING=all: host buffers copied too
+    coll::CostParams cost;                                // CHORUS_COST_*
+    std::string trace_dir;                                // CHORUS_TRACE: write traces there ("": none)
+    size_t record = 64;                                   // CHORUS_RECORD: operations the flight recorder keeps
     // CHORUS_INJECT_FAILURE (tests): "create" fails this rank's creation,
     // "start:N" the start of its operation number N.
     std::string inject;

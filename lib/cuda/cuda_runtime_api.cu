@@ -129,6 +129,10 @@ bool available(std::string* why) {
     return p.ok;
 }
 
+bool device_memory_possible() {
+    return presence().ok && context_exists();
+}
+
 MemKind memory_kind(const void* p) {
     if (p == nullptr || !presence().ok || !context_exists()) return MemKind::Host;
     cudaPointerAttributes attr{};

@@ -40,6 +40,10 @@ enum class MemKind { Host, PinnedHost, Device, Managed };
 // can be device memory, so the answer is Host without any CUDA call that
 // could create one.
 MemKind memory_kind(const void* p);
+// False while memory_kind() answers Host for every pointer without a CUDA
+// call: no CUDA build, no GPU, or no CUDA context yet. Once true it stays
+// true.
+bool device_memory_possible();
 
 inline const char* memory_kind_name(MemKind k) {
     switch (k) {

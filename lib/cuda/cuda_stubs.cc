@@ -30,6 +30,10 @@ MemKind memory_kind(const void*) {
     return MemKind::Host;
 }
 
+bool device_memory_possible() {
+    return false;
+}
+
 void* create_stream() {
     no_cuda("create_stream");
 }

@@ -1,7 +1,8 @@
 ! chorus.F90 - the Fortran module of Chorus: `use chorus`.
 !
 ! Every call of include/chorus.h but the memory and settings calls for tools
-! (chorus_memory_kind, chorus_memcpy, chorus_has_cuda, chorus_setting), with
+! (chorus_memory_kind, chorus_device_memory_possible, chorus_memcpy,
+! chorus_has_cuda, chorus_setting), with
 ! the same names, arguments and order, as functions that return the
 ! chorus_result_t (CHORUS_SUCCESS is 0):
 !

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <mutex>
 
 #include "requests.h"
@@ -21,8 +22,9 @@ thread_local LastLookup t_last CHORUS_MPI_TLS;
 struct Entry {
     uint64_t seq = 0;  // creation order on this rank
     MPI_Comm comm = MPI_COMM_NULL;
-    Target target;    // cc is null once destroyed, or if creation failed
-    std::mutex lane;  // target.lane
+    Target target;                 // cc is null once destroyed, or if creation failed
+    std::mutex lane;               // target.lane
+    std::unique_ptr<Tuner> tuner;  // target.tuner
     bool inter = false;
     chorus_result_t failure_result = CHORUS_SUCCESS;
     std::string failure;  // non-empty: creation failed on some rank
@@ -114,6 +116,10 @@ Entry* create_entry(MPI_Comm comm) {
         // Creation is all or nothing: it failed on every rank or on none.
         if (rc == CHORUS_SUCCESS) {
             e->target.cc = cc;
+            if (tuning()) {
+                e->tuner.reset(new Tuner(kNumBlocking));
+                e->target.tuner = e->tuner.get();
+            }
             chorus_comm_set_idle(cc, drive_mpi, e);
         } else {
             e->failure_result = rc;

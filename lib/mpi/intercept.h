@@ -263,6 +263,33 @@ public:
         return *heap_;
     }
 
+    // Whether this call goes through Chorus (then counted as intercepted)
+    // or, false, to MPI (the body returns kPassThrough): as the
+    // communicator's tuning says for `bytes`, which every rank of the call
+    // agrees on (tuning.h). Nonblocking calls go through Chorus, and so do
+    // those `chorus_only` (mpi_may_differ). A call in its class's trials is
+    // timed by finish_trial().
+    bool chorus_turn(const Target& t, size_t bytes, bool chorus_only = false) {
+        if (!request_ && t.tuner && !chorus_only) {
+            TuneCell& c = t.tuner->cell(fn_, bytes);
+            if (c.route == Route::Mpi) return false;
+            if (c.route == Route::Measure) {
+                trial_ = &c;
+                bytes_ = bytes;
+                if (c.mpi_turn(trial_plan(bytes))) return false;
+            }
+        }
+        count_intercepted(fn_);
+        return true;
+    }
+    // Once the call is done, either way: a trial's end recorded, and after
+    // the last one the ranks' agreement.
+    void finish_trial() {
+        if (!trial_) return;
+        const TrialPlan plan = trial_plan(bytes_);
+        if (trial_->record(plan, trial_->timed(plan) ? now_seconds() : 0)) agree_route(fn_, comm_, bytes_, *trial_);
+    }
+
     // Runs `start(req)` (either(req, chorus_X, chorus_iX, ...)) on `t`:
     // blocking, with req null, then unpacks the received blocks; or
     // nonblocking, returning a request that unpacks them at completion.
@@ -281,6 +308,8 @@ private:
     MPI_Request* request_;
     std::optional<Pending> local_;  // made by pending(): most calls need none
     std::unique_ptr<Pending> heap_;
+    TuneCell* trial_ = nullptr;  // a timed trial (chorus_turn)
+    size_t bytes_ = 0;
 };
 
 // The quick way of a blocking call whose thread's last lookup was this
@@ -298,6 +327,37 @@ inline bool quick_target(MPI_Comm comm, Target* t) {
     return true;
 }
 
+// Reductions that some MPI libraries compute otherwise than the standard
+// says, and Chorus as it says: Open MPI's vector reductions saturate 8- and
+// 16-bit integer sums (and products) rather than wrapping; Open MPI 4.1.2 to
+// 4.1.4 compare MPI_UNSIGNED_LONG as signed in MIN and MAX, and MPICH 4.0 to
+// 4.0.2 every unsigned type. Under CHORUS_MPI_INTERCEPT=faster these always
+// run through Chorus, so the default gives the results `all` gives. Depends
+// on the datatype and op alone, which every rank of a call agrees on.
+inline bool mpi_may_differ(chorus_datatype_t dt, chorus_op_t op) {
+    const bool narrow = dt == CHORUS_INT8 || dt == CHORUS_UINT8 || dt == CHORUS_INT16 || dt == CHORUS_UINT16;
+    const bool is_unsigned = dt == CHORUS_UINT8 || dt == CHORUS_UINT16 || dt == CHORUS_UINT32 || dt == CHORUS_UINT64;
+    return (narrow && (op == CHORUS_SUM || op == CHORUS_PROD)) ||
+           (is_unsigned && (op == CHORUS_MIN || op == CHORUS_MAX));
+}
+
+// The bytes of one element of a Chorus datatype (what count * the MPI
+// type's size is for the reductions map_reduction() takes).
+inline size_t elem_bytes(chorus_datatype_t dt) {
+    static constexpr unsigned char kBytes[CHORUS_NUM_DATATYPES] = {1, 1, 2, 2, 4, 4, 8, 8, 2, 2, 4, 8};
+    return static_cast<unsigned>(dt) < CHORUS_NUM_DATATYPES ? kBytes[dt] : 0;
+}
+
+// A blocking call handed to MPI the quick way, as intercept() hands it
+// over.
+template <typename Pmpi>
+int quick_pmpi(Fn fn, MPI_Comm comm, Pmpi&& pmpi) {
+    count_passed(fn);
+    if (may_stage()) return to_pmpi(fn, comm, nullptr, true, pmpi);
+    NoStaging as_is;
+    return pmpi(as_is);
+}
+
 // Runs a blocking Chorus call that took the quick way: counted, inside
 // Chorus, its result as an MPI code (as run_chorus, with no lane to take:
 // no request is in flight).
@@ -312,17 +372,63 @@ int quick_run(Fn fn, MPI_Comm comm, const Target& t, F&& call) {
     return finish(fn, comm, t.cc, rc);
 }
 
+// The way of a blocking call that took the quick way: through Chorus, or
+// to MPI (to_mpi()), as its communicator's tuning says for `bytes`
+// (chorus_only: always Chorus, as mpi_may_differ says). A trial is timed:
+// its end is recorded when this goes out of scope, after the call, as
+// Call::chorus_turn and Call::finish_trial do on the whole way, in the same
+// cell (a call may take the quick way on one rank and not on another). The
+// MPI call is made while this lives, and builds its arguments for PMPI only
+// then: the quick way into Chorus builds nothing it does not use.
+class QuickWay {
+public:
+    QuickWay(Fn fn, MPI_Comm comm, const Target& t, size_t bytes, bool chorus_only = false) : fn_(fn), comm_(comm) {
+        if (!t.tuner || chorus_only) return;
+        TuneCell& c = t.tuner->cell(fn, bytes);
+        if (c.route == Route::Chorus) return;
+        if (c.route == Route::Mpi) {
+            mpi_ = true;
+            return;
+        }
+        trial_ = &c;
+        bytes_ = bytes;
+        mpi_ = c.mpi_turn(trial_plan(bytes));
+    }
+    ~QuickWay() {
+        if (!trial_) return;
+        const TrialPlan plan = trial_plan(bytes_);
+        if (trial_->record(plan, trial_->timed(plan) ? now_seconds() : 0)) agree_route(fn_, comm_, bytes_, *trial_);
+    }
+    QuickWay(const QuickWay&) = delete;
+    QuickWay& operator=(const QuickWay&) = delete;
+    bool to_mpi() const { return mpi_; }
+
+private:
+    Fn fn_;
+    MPI_Comm comm_;
+    bool mpi_ = false;
+    TuneCell* trial_ = nullptr;
+    size_t bytes_ = 0;
+};
+
 // The quick way of the reductions called as chorus(send, recv, count,
 // datatype, op, comm, stream): all-reduce, and reduce-scatter of blocks
-// (count: each rank's block). True with *rc set when it was taken.
-template <typename Chorus>
+// (count: each rank's block). True with *rc set when it was taken. To MPI,
+// the call is make_pmpi(sendbuf, recvbuf, count, type, op, comm, nullptr)
+// (X_pmpi, a function: nothing is built for it on the way into Chorus).
+template <typename Chorus, typename MakePmpi>
 bool quick_reduction(Fn fn, MPI_Comm comm, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                     Chorus chorus, int* rc) {
+                     Chorus chorus, MakePmpi make_pmpi, int* rc) {
     Target t;
     chorus_datatype_t dt;
     chorus_op_t cop;
     if (count < 0 || recvbuf == MPI_IN_PLACE || !quick_target(comm, &t) || !map_reduction(type, op, &dt, &cop))
         return false;
+    QuickWay way(fn, comm, t, t.tuner ? elems(count) * elem_bytes(dt) : 0, mpi_may_differ(dt, cop));
+    if (way.to_mpi()) {
+        *rc = quick_pmpi(fn, comm, make_pmpi(sendbuf, recvbuf, count, type, op, comm, nullptr));
+        return true;
+    }
     const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     *rc = quick_run(fn, comm, t,
                     [&] { return chorus(send, recvbuf, static_cast<size_t>(count), dt, cop, t.cc, nullptr); });
@@ -332,9 +438,10 @@ bool quick_reduction(Fn fn, MPI_Comm comm, const void* sendbuf, void* recvbuf, i
 // The quick way of the regular data-movement calls called as chorus(send,
 // recv, block bytes, CHORUS_UINT8, comm, stream): all-gather, all-to-all;
 // not in place, both sides' predefined types agreeing on the block's bytes.
-template <typename Chorus>
+// To MPI, as quick_reduction, with the call's own arguments.
+template <typename Chorus, typename MakePmpi>
 bool quick_blocks(Fn fn, MPI_Comm comm, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                  int recvcount, MPI_Datatype recvtype, Chorus chorus, int* rc) {
+                  int recvcount, MPI_Datatype recvtype, Chorus chorus, MakePmpi make_pmpi, int* rc) {
     Target t;
     size_t su, ru;
     if (sendbuf == MPI_IN_PLACE || recvbuf == MPI_IN_PLACE || sendcount < 0 || recvcount < 0 ||
@@ -342,6 +449,12 @@ bool quick_blocks(Fn fn, MPI_Comm comm, const void* sendbuf, int sendcount, MPI_
         elems(sendcount) * su != elems(recvcount) * ru)
         return false;
     const size_t block = elems(recvcount) * ru;
+    QuickWay way(fn, comm, t, block);
+    if (way.to_mpi()) {
+        *rc =
+            quick_pmpi(fn, comm, make_pmpi(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, nullptr));
+        return true;
+    }
     *rc = quick_run(fn, comm, t, [&] { return chorus(sendbuf, recvbuf, block, CHORUS_UINT8, t.cc, nullptr); });
     return true;
 }
@@ -358,20 +471,23 @@ int intercept(Fn fn, MPI_Comm comm, MPI_Request* request, Pmpi&& pmpi, Body&& bo
     switch (open_gate(fn, comm, &error)) {
         case Gate::Quiet: return to_pmpi(fn, comm, request, false, pmpi);
         case Gate::Refused: return error;
-        case Gate::Pass: count_passed(fn); return to_pmpi(fn, comm, request, true, pmpi);
+        case Gate::Pass: count_passed(fn); return to_pmpi(fn, comm, request, may_stage(), pmpi);
         case Gate::Chorus: break;
     }
     if (requests_live()) progress_requests();
     int rc;
+    Call call(fn, comm, request);
     try {
-        Call call(fn, comm, request);
         rc = body(call);
     } catch (const std::bad_alloc&) {
-        return raise_error(comm, CHORUS_ERR_OUT_OF_MEMORY, std::string(fn_name(fn)) + ": out of memory");
+        rc = raise_error(comm, CHORUS_ERR_OUT_OF_MEMORY, std::string(fn_name(fn)) + ": out of memory");
     }
-    if (rc != kPassThrough) return rc;
-    count_passed(fn);
-    return to_pmpi(fn, comm, request, true, pmpi);
+    if (rc == kPassThrough) {
+        count_passed(fn);
+        rc = to_pmpi(fn, comm, request, may_stage(), pmpi);
+    }
+    call.finish_trial();
+    return rc;
 }
 
 // The communicator's Chorus twin: Gate::Chorus, or what to return instead.

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "tuning.h"
+
 // Thread-locals on the path of every call: in the static TLS block (this
 // library is preloaded, so it is there from the start), which spares each
 // access a __tls_get_addr call.
@@ -78,7 +80,7 @@ const char* fn_name(Fn fn);
 // ---------------------------------------------------------------------------
 // Settings, statistics, errors (state.cc)
 
-enum class Policy { All, Device, None, Bad };
+enum class Policy { Faster, All, Device, None, Bad };
 
 // While > 0 the current thread is inside Chorus (or inside this library's
 // own bookkeeping), and every MPI call it makes goes straight to PMPI.
@@ -110,8 +112,41 @@ Gate open_gate(Fn fn, MPI_Comm comm, int* error);
 // CHORUS_MPI_STAGING=all: host buffers handed to MPI go through host
 // copies too, as device buffers do (the staging path, checked anywhere).
 bool stage_host_buffers();
-void count_intercepted(Fn fn);
-void count_passed(Fn fn);
+// Whether a buffer handed to MPI may need host staging: with
+// CHORUS_MPI_STAGING=all, or once device memory may exist in this process
+// (a CUDA build, a GPU, a CUDA context): until then every pointer is host
+// memory and none is asked about.
+extern bool g_stage_all;
+inline bool may_stage() {
+    return g_stage_all || chorus_device_memory_possible();
+}
+// The calls of each function run through Chorus and handed to PMPI, per
+// thread: only its own thread writes them (a relaxed load and store, no
+// locked add on the way of every call); readers sum every thread's.
+struct CallCounts {
+    std::atomic<unsigned long long> intercepted[kNumFns] = {};
+    std::atomic<unsigned long long> passed[kNumFns] = {};
+};
+extern thread_local CallCounts* t_counts CHORUS_MPI_TLS;
+CallCounts& new_thread_counts();                // this thread's, made and registered
+unsigned long long total(bool passed, int fn);  // over every thread: passed, or intercepted
+inline void bump(std::atomic<unsigned long long>& n) {
+    n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+inline void count_intercepted(Fn fn) {
+    bump((t_counts ? *t_counts : new_thread_counts()).intercepted[fn]);
+}
+inline void count_passed(Fn fn) {
+    bump((t_counts ? *t_counts : new_thread_counts()).passed[fn]);
+}
+
+// CHORUS_MPI_INTERCEPT=faster: the blocking calls go through Chorus or to
+// MPI as their communicator's trials decide (tuning.h).
+bool tuning();
+// After the last trial of `cell` (fn, `bytes`' size class) on `comm`: the
+// maxima over the ranks of its times, and the decision (the same on every
+// rank), logged at CHORUS_LOG=info by the communicator's rank 0.
+void agree_route(Fn fn, MPI_Comm comm, size_t bytes, TuneCell& cell);
 
 // Raise a Chorus failure on `comm` through its error handler, as an error
 // code of the "Chorus" error class whose string is `message`. Returns the
@@ -134,6 +169,9 @@ struct Target {
     // in flight: threads may complete requests of one communicator at once
     // (MPI_THREAD_MULTIPLE), and Chorus takes one caller at a time.
     std::mutex* lane = nullptr;
+    // The way of each blocking call by size class (CHORUS_MPI_INTERCEPT=
+    // faster), or null: every call through Chorus.
+    Tuner* tuner = nullptr;
 };
 
 // The Chorus communicator of `comm`, created on the first call that reaches
@@ -237,6 +275,16 @@ private:
     bool refused_ = false;  // a device buffer met refuse_device
     std::vector<Region> regions_;
     std::string error_;
+};
+
+// What a blocking call handed to MPI the quick way sees when no buffer can
+// need staging (may_stage() is false): every buffer as it is, with no
+// HostStaging to make and take down. Disabled, as HostStaging(false).
+struct NoStaging {
+    void* view(const void* buf, size_t, MPI_Datatype, bool, bool) const { return const_cast<void*>(buf); }
+    bool failed() const { return false; }
+    bool enabled() const { return false; }
+    bool refusing() const { return false; }
 };
 
 // ---------------------------------------------------------------------------

@@ -16,6 +16,10 @@ namespace {
 
 // The peers a non-rooted call's block arrays describe, as PMPI sees them:
 // the remote group of an intercommunicator.
+size_t peers(const NoStaging&, MPI_Comm) {
+    return 0;
+}
+
 size_t peers(HostStaging& st, MPI_Comm comm) {
     if (!st.enabled()) return 0;
     int n = 0;
@@ -48,6 +52,8 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
             if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
             if (!recvcounts || !displs) return misuse(fn, comm, "recvcounts and displs cannot be NULL");
             const size_t p = static_cast<size_t>(twin.t.size), me = static_cast<size_t>(twin.t.rank);
+            size_t total = 0;  // every rank has every count
+            for (size_t i = 0; i < p; ++i) total += elems(recvcounts[i]) * ru.bytes;
             if (ru.direct && (in_place || su.direct)) {
                 // Contiguous types: the user's bytes, the blocks in bytes from
                 // the lowest displacement (Chorus takes unsigned ones).
@@ -56,7 +62,7 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
                     if (recvcounts[i] < 0) return misuse(fn, comm, "recvcounts holds a negative count");
                     lo = std::min<long long>(lo, displs[i]);
                 }
-                count_intercepted(fn);
+                if (!call.chorus_turn(twin.t, total)) return kPassThrough;
                 SmallVector<size_t, 16> bytes, offsets;
                 bytes.resize(p);
                 offsets.resize(p);
@@ -74,7 +80,7 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
             }
             Shape shape = Shape::of(p, recvcounts, displs);
             if (shape.negative()) return misuse(fn, comm, "recvcounts holds a negative count");
-            count_intercepted(fn);
+            if (!call.chorus_turn(twin.t, total)) return kPassThrough;
             Pending& b = call.pending();
             int rc = b.recv.init(fn, comm, recvbuf, recvtype, ru, std::move(shape), in_place, true);
             if (rc != MPI_SUCCESS ||
@@ -87,57 +93,62 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
         });
 }
 
+// alltoall's call handed to PMPI, each buffer through `st` (to_pmpi,
+// quick_pmpi): made only where the call goes there.
+auto alltoall_pmpi(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    return [=](auto& st) {
+        const size_t p = peers(st, comm);
+        void* r = st.view(recvbuf, elems(recvcount) * p, recvtype, in_place, true);
+        const void* s = st.view(sendbuf, elems(sendcount) * p, sendtype, true, false);
+        return st.failed() ? MPI_ERR_OTHER
+                           : either(request, PMPI_Alltoall, PMPI_Ialltoall, s, sendcount, sendtype, r, recvcount,
+                                    recvtype, comm);
+    };
+}
+
 int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
     const Fn fn = which(kAlltoall, request);
     const bool in_place = sendbuf == MPI_IN_PLACE;
     if (int rc; !request && quick_blocks(fn, comm, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                         chorus_alltoall, &rc))
+                                         chorus_alltoall, alltoall_pmpi, &rc))
         return rc;  // the quick way (intercept.h)
-    return intercept(
-        fn, comm, request,
-        [&](HostStaging& st) {
-            const size_t p = peers(st, comm);
-            void* r = st.view(recvbuf, elems(recvcount) * p, recvtype, in_place, true);
-            const void* s = st.view(sendbuf, elems(sendcount) * p, sendtype, true, false);
-            return st.failed() ? MPI_ERR_OTHER
-                               : either(request, PMPI_Alltoall, PMPI_Ialltoall, s, sendcount, sendtype, r, recvcount,
-                                        recvtype, comm);
-        },
-        [&](Call& call) -> int {
-            Layout ru, su;
-            if (!regular_layouts(in_place, sendcount, sendtype, recvcount, recvtype, &su, &ru)) return kPassThrough;
-            Twin twin(fn, comm);
-            if (!twin.ok) return twin.rc;
-            if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
-            const size_t p = static_cast<size_t>(twin.t.size);
-            size_t block = 0;
-            if (const int rc = regular_block(fn, comm, in_place, sendcount, su, recvcount, ru, &block);
-                rc != MPI_SUCCESS)
-                return rc;
-            count_intercepted(fn);
-            chorus_comm_t cc = twin.t.cc;
-            if (ru.direct && (in_place || su.direct))  // contiguous types: the user's bytes
-                return call.run(twin.t, [&](chorus_request_t* r) {
-                    return either(r, chorus_alltoall, chorus_ialltoall, in_place ? recvbuf : sendbuf, recvbuf, block,
-                                  CHORUS_UINT8, cc, nullptr);
-                });
-            Blocks& recv = call.pending().recv;
-            Blocks& send = call.pending().send;
-            int rc = recv.init(fn, comm, recvbuf, recvtype, ru, Shape::regular(p, recvcount), in_place, true);
-            if (rc != MPI_SUCCESS) return rc;
-            // In place, the blocks to send are the receive buffer's own.
-            if (in_place)
-                rc = recv.pack_all();
-            else if ((rc = send.init(fn, comm, sendbuf, sendtype, su, Shape::regular(p, sendcount), true, false)) ==
-                     MPI_SUCCESS)
-                rc = send.pack_all();
-            if (rc != MPI_SUCCESS) return rc;
-            const void* s = in_place ? recv.base() : send.base();
+    auto pmpi = alltoall_pmpi(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    return intercept(fn, comm, request, pmpi, [&](Call& call) -> int {
+        Layout ru, su;
+        if (!regular_layouts(in_place, sendcount, sendtype, recvcount, recvtype, &su, &ru)) return kPassThrough;
+        Twin twin(fn, comm);
+        if (!twin.ok) return twin.rc;
+        if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
+        const size_t p = static_cast<size_t>(twin.t.size);
+        size_t block = 0;
+        if (const int rc = regular_block(fn, comm, in_place, sendcount, su, recvcount, ru, &block); rc != MPI_SUCCESS)
+            return rc;
+        if (!call.chorus_turn(twin.t, block)) return kPassThrough;
+        chorus_comm_t cc = twin.t.cc;
+        if (ru.direct && (in_place || su.direct))  // contiguous types: the user's bytes
             return call.run(twin.t, [&](chorus_request_t* r) {
-                return either(r, chorus_alltoall, chorus_ialltoall, s, recv.base(), block, CHORUS_UINT8, cc, nullptr);
+                return either(r, chorus_alltoall, chorus_ialltoall, in_place ? recvbuf : sendbuf, recvbuf, block,
+                              CHORUS_UINT8, cc, nullptr);
             });
+        Blocks& recv = call.pending().recv;
+        Blocks& send = call.pending().send;
+        int rc = recv.init(fn, comm, recvbuf, recvtype, ru, Shape::regular(p, recvcount), in_place, true);
+        if (rc != MPI_SUCCESS) return rc;
+        // In place, the blocks to send are the receive buffer's own.
+        if (in_place)
+            rc = recv.pack_all();
+        else if ((rc = send.init(fn, comm, sendbuf, sendtype, su, Shape::regular(p, sendcount), true, false)) ==
+                 MPI_SUCCESS)
+            rc = send.pack_all();
+        if (rc != MPI_SUCCESS) return rc;
+        const void* s = in_place ? recv.base() : send.base();
+        return call.run(twin.t, [&](chorus_request_t* r) {
+            return either(r, chorus_alltoall, chorus_ialltoall, s, recv.base(), block, CHORUS_UINT8, cc, nullptr);
         });
+    });
 }
 
 int alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, MPI_Datatype sendtype, void* recvbuf,
@@ -192,21 +203,29 @@ int alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, MP
         });
 }
 
+// barrier's call handed to PMPI (nothing to stage).
+auto barrier_pmpi(MPI_Comm comm, MPI_Request* request) {
+    return [=](auto&) { return request ? PMPI_Ibarrier(comm, request) : PMPI_Barrier(comm); };
+}
+
 int barrier(MPI_Comm comm, MPI_Request* request) {
     const Fn fn = which(kBarrier, request);
     Target t;
     if (!request && quick_target(comm, &t))  // the quick way (intercept.h)
+    {
+        QuickWay way(fn, comm, t, 0);
+        if (way.to_mpi()) return quick_pmpi(fn, comm, barrier_pmpi(comm, nullptr));
         return quick_run(fn, comm, t, [&] { return chorus_barrier(t.cc, nullptr); });
-    return intercept(
-        fn, comm, request, [&](HostStaging&) { return request ? PMPI_Ibarrier(comm, request) : PMPI_Barrier(comm); },
-        [&](Call& call) -> int {
-            Twin twin(fn, comm);
-            if (!twin.ok) return twin.rc;
-            count_intercepted(fn);
-            return call.run(twin.t, [&](chorus_request_t* r) {
-                return either(r, chorus_barrier, chorus_ibarrier, twin.t.cc, nullptr);
-            });
+    }
+    auto pmpi = barrier_pmpi(comm, request);
+    return intercept(fn, comm, request, pmpi, [&](Call& call) -> int {
+        Twin twin(fn, comm);
+        if (!twin.ok) return twin.rc;
+        if (!call.chorus_turn(twin.t, 0)) return kPassThrough;
+        return call.run(twin.t, [&](chorus_request_t* r) {
+            return either(r, chorus_barrier, chorus_ibarrier, twin.t.cc, nullptr);
         });
+    });
 }
 
 }  // namespace chorus_mpi

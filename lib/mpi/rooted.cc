@@ -19,6 +19,10 @@ struct Sides {
     size_t peers = 0;
 };
 
+Sides sides_of(const NoStaging&, MPI_Comm, int) {
+    return {};
+}
+
 Sides sides_of(HostStaging& st, MPI_Comm comm, int root) {
     Sides s;
     if (!st.enabled()) return s;
@@ -64,7 +68,12 @@ int gather_any(Call& call, Fn fn, const void* sendbuf, int sendcount, MPI_Dataty
         if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
         if (shape.negative()) return misuse(fn, comm, "a receive count is negative");
     }
-    count_intercepted(fn);
+    // The block every rank agrees on (a v form's blocks are known at the
+    // root only: those go through Chorus).
+    if (v)
+        count_intercepted(fn);
+    else if (!call.chorus_turn(g.twin.t, g.is_root ? elems(regular) * ru.bytes : elems(sendcount) * su.bytes))
+        return kPassThrough;
     chorus_comm_t cc = g.twin.t.cc;
     if (!v && (in_place || su.direct) && (!g.is_root || ru.direct)) {  // contiguous types: the user's bytes
         const size_t block = g.is_root ? elems(regular) * ru.bytes : 0;
@@ -113,7 +122,10 @@ int scatter_any(Call& call, Fn fn, const void* sendbuf, MPI_Datatype sendtype, v
         if (sendbuf == MPI_IN_PLACE) return misuse(fn, comm, "sendbuf cannot be MPI_IN_PLACE");
         if (shape.negative()) return misuse(fn, comm, "a send count is negative");
     }
-    count_intercepted(fn);
+    if (v)
+        count_intercepted(fn);
+    else if (!call.chorus_turn(g.twin.t, g.is_root ? elems(regular) * su.bytes : elems(recvcount) * ru.bytes))
+        return kPassThrough;
     chorus_comm_t cc = g.twin.t.cc;
     if (!v && (!g.is_root || su.direct) && (in_place || ru.direct)) {  // contiguous types: the user's bytes
         const size_t block = g.is_root ? elems(regular) * su.bytes : 0;
@@ -155,6 +167,21 @@ int scatter_any(Call& call, Fn fn, const void* sendbuf, MPI_Datatype sendtype, v
 
 }  // namespace
 
+// gather's call handed to PMPI, each buffer through `st` (to_pmpi,
+// quick_pmpi): made only where the call goes there.
+auto gather_pmpi(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+    return [=](auto& st) {
+        const Sides s = sides_of(st, comm, root);
+        void* r =
+            s.root ? st.view(recvbuf, elems(recvcount) * s.peers, recvtype, sendbuf == MPI_IN_PLACE, true) : recvbuf;
+        const void* b = s.leaf ? st.view(sendbuf, elems(sendcount), sendtype, true, false) : sendbuf;
+        return st.failed() ? MPI_ERR_OTHER
+                           : either(request, PMPI_Gather, PMPI_Igather, b, sendcount, sendtype, r, recvcount, recvtype,
+                                    root, comm);
+    };
+}
+
 int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
            MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
     const Fn fn = which(kGather, request);
@@ -163,34 +190,29 @@ int gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recv
         size_t su;
         if (quick_target(comm, &t) && root >= 0 && root < t.size && (su = basic_size(sendtype)) != 0) {
             const size_t n = elems(sendcount) * su;
-            if (t.rank != root)
+            const bool is_root = t.rank == root;
+            const size_t ru = is_root && recvcount >= 0 && recvbuf != MPI_IN_PLACE ? basic_size(recvtype) : 0;
+            if (!is_root || (ru != 0 && elems(recvcount) * ru == n)) {
+                void* all = is_root ? recvbuf : nullptr;
+                QuickWay way(fn, comm, t, n);
+                if (way.to_mpi())
+                    return quick_pmpi(
+                        fn, comm,
+                        gather_pmpi(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, nullptr));
                 return quick_run(fn, comm, t,
-                                 [&] { return chorus_gather(sendbuf, nullptr, n, CHORUS_UINT8, root, t.cc, nullptr); });
-            const size_t ru = recvcount >= 0 && recvbuf != MPI_IN_PLACE ? basic_size(recvtype) : 0;
-            if (ru != 0 && elems(recvcount) * ru == n)
-                return quick_run(fn, comm, t,
-                                 [&] { return chorus_gather(sendbuf, recvbuf, n, CHORUS_UINT8, root, t.cc, nullptr); });
+                                 [&] { return chorus_gather(sendbuf, all, n, CHORUS_UINT8, root, t.cc, nullptr); });
+            }
         }
     }
-    return intercept(
-        fn, comm, request,
-        [&](HostStaging& st) {
-            const Sides s = sides_of(st, comm, root);
-            void* r = s.root ? st.view(recvbuf, elems(recvcount) * s.peers, recvtype, sendbuf == MPI_IN_PLACE, true)
-                             : recvbuf;
-            const void* b = s.leaf ? st.view(sendbuf, elems(sendcount), sendtype, true, false) : sendbuf;
-            return st.failed() ? MPI_ERR_OTHER
-                               : either(request, PMPI_Gather, PMPI_Igather, b, sendcount, sendtype, r, recvcount,
-                                        recvtype, root, comm);
-        },
-        [&](Call& call) -> int {
-            Rooted g(fn, comm, root);
-            if (!g.twin.ok) return g.twin.rc;
-            if (!g.root_ok) return kPassThrough;
-            if (g.is_root && recvcount < 0) return kPassThrough;
-            return gather_any(call, fn, sendbuf, sendcount, sendtype, recvbuf, recvtype, root, comm, g, Shape(), false,
-                              recvcount);
-        });
+    auto pmpi = gather_pmpi(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    return intercept(fn, comm, request, pmpi, [&](Call& call) -> int {
+        Rooted g(fn, comm, root);
+        if (!g.twin.ok) return g.twin.rc;
+        if (!g.root_ok) return kPassThrough;
+        if (g.is_root && recvcount < 0) return kPassThrough;
+        return gather_any(call, fn, sendbuf, sendcount, sendtype, recvbuf, recvtype, root, comm, g, Shape(), false,
+                          recvcount);
+    });
 }
 
 int gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int* recvcounts,
@@ -221,6 +243,20 @@ int gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
         });
 }
 
+// scatter's call handed to PMPI, each buffer through `st` (to_pmpi,
+// quick_pmpi): made only where the call goes there.
+auto scatter_pmpi(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                  MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
+    return [=](auto& st) {
+        const Sides s = sides_of(st, comm, root);
+        const void* b = s.root ? st.view(sendbuf, elems(sendcount) * s.peers, sendtype, true, false) : sendbuf;
+        void* r = s.leaf ? st.view(recvbuf, elems(recvcount), recvtype, false, true) : recvbuf;
+        return st.failed() ? MPI_ERR_OTHER
+                           : either(request, PMPI_Scatter, PMPI_Iscatter, b, sendcount, sendtype, r, recvcount,
+                                    recvtype, root, comm);
+    };
+}
+
 int scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
             MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
     const Fn fn = which(kScatter, request);
@@ -229,35 +265,29 @@ int scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* rec
         size_t ru;
         if (quick_target(comm, &t) && root >= 0 && root < t.size && (ru = basic_size(recvtype)) != 0) {
             const size_t n = elems(recvcount) * ru;
-            if (t.rank != root)
-                return quick_run(fn, comm, t, [&] {
-                    return chorus_scatter(nullptr, recvbuf, n, CHORUS_UINT8, root, t.cc, nullptr);
-                });
-            const size_t su = sendcount >= 0 && sendbuf != MPI_IN_PLACE ? basic_size(sendtype) : 0;
-            if (su != 0 && elems(sendcount) * su == n)
-                return quick_run(fn, comm, t, [&] {
-                    return chorus_scatter(sendbuf, recvbuf, n, CHORUS_UINT8, root, t.cc, nullptr);
-                });
+            const bool is_root = t.rank == root;
+            const size_t su = is_root && sendcount >= 0 && sendbuf != MPI_IN_PLACE ? basic_size(sendtype) : 0;
+            if (!is_root || (su != 0 && elems(sendcount) * su == n)) {
+                const void* all = is_root ? sendbuf : nullptr;
+                QuickWay way(fn, comm, t, n);
+                if (way.to_mpi())
+                    return quick_pmpi(
+                        fn, comm,
+                        scatter_pmpi(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, nullptr));
+                return quick_run(fn, comm, t,
+                                 [&] { return chorus_scatter(all, recvbuf, n, CHORUS_UINT8, root, t.cc, nullptr); });
+            }
         }
     }
-    return intercept(
-        fn, comm, request,
-        [&](HostStaging& st) {
-            const Sides s = sides_of(st, comm, root);
-            const void* b = s.root ? st.view(sendbuf, elems(sendcount) * s.peers, sendtype, true, false) : sendbuf;
-            void* r = s.leaf ? st.view(recvbuf, elems(recvcount), recvtype, false, true) : recvbuf;
-            return st.failed() ? MPI_ERR_OTHER
-                               : either(request, PMPI_Scatter, PMPI_Iscatter, b, sendcount, sendtype, r, recvcount,
-                                        recvtype, root, comm);
-        },
-        [&](Call& call) -> int {
-            Rooted g(fn, comm, root);
-            if (!g.twin.ok) return g.twin.rc;
-            if (!g.root_ok) return kPassThrough;
-            if (g.is_root && sendcount < 0) return kPassThrough;
-            return scatter_any(call, fn, sendbuf, sendtype, recvbuf, recvcount, recvtype, root, comm, g, Shape(), false,
-                               sendcount);
-        });
+    auto pmpi = scatter_pmpi(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    return intercept(fn, comm, request, pmpi, [&](Call& call) -> int {
+        Rooted g(fn, comm, root);
+        if (!g.twin.ok) return g.twin.rc;
+        if (!g.root_ok) return kPassThrough;
+        if (g.is_root && sendcount < 0) return kPassThrough;
+        return scatter_any(call, fn, sendbuf, sendtype, recvbuf, recvcount, recvtype, root, comm, g, Shape(), false,
+                           sendcount);
+    });
 }
 
 int scatterv(const void* sendbuf, const int* sendcounts, const int* displs, MPI_Datatype sendtype, void* recvbuf,

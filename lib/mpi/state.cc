@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "interposer.h"
 
@@ -13,20 +14,24 @@ namespace chorus_mpi {
 
 thread_local int t_inside CHORUS_MPI_TLS = 0;
 std::atomic<bool> g_gate_open{false};
+bool g_stage_all = false;
 
 namespace {
 
-// The statistics, outside State: counted on the way of every call, where a
-// function's static costs a guard check.
-std::atomic<unsigned long long> g_intercepted[kNumFns] = {};
-std::atomic<unsigned long long> g_passed[kNumFns] = {};
+// Every thread's statistics, never freed (a finished thread's calls still
+// count); summed when read.
+std::mutex g_counts_mutex;
+std::vector<CallCounts*>& all_counts() {
+    static auto* v = new std::vector<CallCounts*>;
+    return *v;
+}
 
 struct State {
     std::mutex mutex;                   // first-call initialization, error codes
     std::atomic<bool> ready{false};     // settings read
     std::atomic<bool> finished{false};  // torn down: everything passes through
-    Policy policy = Policy::All;
-    std::string policy_text = "all";
+    Policy policy = Policy::Faster;
+    std::string policy_text = "faster";
     std::string bad_policy;  // the message for Policy::Bad
     bool log_info = false;   // CHORUS_LOG=info or debug
     bool stage_all = false;  // CHORUS_MPI_STAGING=all
@@ -44,7 +49,7 @@ void log_line(const char* level, const std::string& text) {
     std::fprintf(stderr, "[chorus %s rank %d] %s\n", level, state().world_rank, text.c_str());
 }
 
-// The policy, as the library reads CHORUS_MPI_INTERCEPT (default "all").
+// The policy, as the library reads CHORUS_MPI_INTERCEPT (default "faster").
 void read_policy(State& s) {
     const char* v = "";
     if (chorus_setting("CHORUS_MPI_INTERCEPT", &v) != CHORUS_SUCCESS) {
@@ -54,7 +59,10 @@ void read_policy(State& s) {
         return;
     }
     s.policy_text = v;
-    s.policy = s.policy_text == "device" ? Policy::Device : s.policy_text == "none" ? Policy::None : Policy::All;
+    s.policy = s.policy_text == "device" ? Policy::Device
+               : s.policy_text == "none" ? Policy::None
+               : s.policy_text == "all"  ? Policy::All
+                                         : Policy::Faster;
 }
 
 void initialize(State& s) {
@@ -68,6 +76,7 @@ void initialize(State& s) {
     // A bad value fails the first communicator's creation (as CHORUS_LOG).
     const char* staging = "";
     s.stage_all = chorus_setting("CHORUS_MPI_STAGING", &staging) == CHORUS_SUCCESS && std::strcmp(staging, "all") == 0;
+    g_stage_all = s.stage_all;
     PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
     init_comms();
     if (s.log_info && s.world_rank == 0) {
@@ -78,8 +87,9 @@ void initialize(State& s) {
             note = ": every call goes to MPI";
         if (s.policy != Policy::Bad) log_line("info", "MPI interposer: CHORUS_MPI_INTERCEPT=" + s.policy_text + note);
     }
-    g_gate_open.store(s.policy == Policy::All || (s.policy == Policy::Device && chorus_has_cuda()),
-                      std::memory_order_release);
+    g_gate_open.store(
+        s.policy == Policy::Faster || s.policy == Policy::All || (s.policy == Policy::Device && chorus_has_cuda()),
+        std::memory_order_release);
     s.ready.store(true);
 }
 
@@ -146,20 +156,61 @@ Gate open_gate(Fn fn, MPI_Comm comm, int* error) {
             // without, none.
             if (!chorus_has_cuda()) return Gate::Pass;
             break;
+        case Policy::Faster:
         case Policy::All: break;
     }
     return Gate::Chorus;
+}
+
+bool tuning() {
+    return state().policy == Policy::Faster;
+}
+
+void agree_route(Fn fn, MPI_Comm comm, size_t bytes, TuneCell& cell) {
+    double mine[2] = {cell.typical(0), cell.typical(1)}, most[2] = {mine[0], mine[1]};
+    {
+        InsideChorus inside;
+        if (PMPI_Allreduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, comm) != MPI_SUCCESS) {
+            // Failed on every rank, or the job is broken: Chorus (nothing timed decides).
+            cell.route = Route::Chorus;
+            return;
+        }
+    }
+    cell.route = decide(most[0], most[1]);
+    State& s = state();
+    int rank = 0;
+    PMPI_Comm_rank(comm, &rank);
+    if (!s.log_info || rank != 0) return;
+    const int k = size_class(bytes);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "MPI interposer: %s of %zu to %zu bytes goes %s (%.3f us a call through Chorus, %.3f us through MPI, "
+                  "the slowest rank's)",
+                  fn_name(fn), k ? size_t{1} << (k - 1) : size_t{0}, k ? (size_t{1} << k) - 1 : size_t{0},
+                  cell.route == Route::Mpi ? "to MPI" : "through Chorus", most[0] * 1e6, most[1] * 1e6);
+    log_line("info", line);
 }
 
 bool stage_host_buffers() {
     return state().stage_all;
 }
 
-void count_intercepted(Fn fn) {
-    g_intercepted[fn].fetch_add(1, std::memory_order_relaxed);
+thread_local CallCounts* t_counts CHORUS_MPI_TLS = nullptr;
+
+CallCounts& new_thread_counts() {
+    auto* c = new CallCounts;
+    std::lock_guard<std::mutex> lock(g_counts_mutex);
+    all_counts().push_back(c);
+    t_counts = c;
+    return *c;
 }
-void count_passed(Fn fn) {
-    g_passed[fn].fetch_add(1, std::memory_order_relaxed);
+
+unsigned long long total(bool passed, int fn) {
+    std::lock_guard<std::mutex> lock(g_counts_mutex);
+    unsigned long long n = 0;
+    for (const CallCounts* c : all_counts())
+        n += (passed ? c->passed : c->intercepted)[fn].load(std::memory_order_relaxed);
+    return n;
 }
 
 int raise_error(MPI_Comm comm, chorus_result_t result, const std::string& message) {
@@ -203,15 +254,15 @@ void teardown() {
     if (!s.log_info || s.world_rank != 0) return;
     unsigned long long in = 0, out = 0;
     for (int f = 0; f < kNumFns; ++f) {
-        in += g_intercepted[f].load();
-        out += g_passed[f].load();
+        in += total(false, f);
+        out += total(true, f);
     }
     log_line("info", "MPI interposer statistics (rank 0, CHORUS_MPI_INTERCEPT=" + s.policy_text +
                          "): " + std::to_string(in) + " calls intercepted, " + std::to_string(out) + " passed through");
     for (int f = 0; f < kNumFns; ++f) {
         char line[160];
         std::snprintf(line, sizeof line, "  %s: %llu intercepted, %llu passed through", fn_name(static_cast<Fn>(f)),
-                      g_intercepted[f].load(), g_passed[f].load());
+                      total(false, f), total(true, f));
         log_line("info", line);
     }
 }
@@ -222,12 +273,12 @@ void teardown() {
 // on this rank, over every intercepted function.
 extern "C" unsigned long long chorus_mpi_intercepted_calls(void) {
     unsigned long long n = 0;
-    for (auto& c : chorus_mpi::g_intercepted) n += c.load();
+    for (int f = 0; f < chorus_mpi::kNumFns; ++f) n += chorus_mpi::total(false, f);
     return n;
 }
 
 extern "C" unsigned long long chorus_mpi_passed_calls(void) {
     unsigned long long n = 0;
-    for (auto& c : chorus_mpi::g_passed) n += c.load();
+    for (int f = 0; f < chorus_mpi::kNumFns; ++f) n += chorus_mpi::total(true, f);
     return n;
 }

@@ -13,6 +13,11 @@
 //   bad-config  preloaded with a bad CHORUS_CHUNK_BYTES: likewise
 //   multiple    preloaded, MPI_THREAD_MULTIPLE: as preload (every thread
 //               level runs through Chorus)
+//   faster      preloaded with the default CHORUS_MPI_INTERCEPT=faster: every
+//               call right (the pairs some MPIs compute otherwise always run
+//               through Chorus), the eligible calls split between Chorus and
+//               MPI (the trials send calls both ways), alike on every rank
+//   (preload and multiple run with CHORUS_MPI_INTERCEPT=all)
 //   progress    preloaded: a peer blocked in MPI_Recv for a message sent
 //               before a collective must not deadlock (run it over TCP)
 #include <dlfcn.h>
@@ -20,6 +25,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -100,6 +106,79 @@ int progress_check(int rank, int size, Counter intercepted) {
     return 0;
 }
 
+// Loops of calls long enough that every size class finishes its trials and
+// runs decided (CHORUS_MPI_INTERCEPT=faster), on a communicator of their
+// own: each call checked against a reference from per-rank values (integer
+// sums, exact in any order). Every other call of a reduction is in place,
+// and every other broadcast a derived type of the same bytes, so the quick
+// and the whole way of the interposer share a size class's trials. Returns
+// the number of wrong results.
+int decided_loops(int rank, int size) {
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Datatype pair;
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    int bad = 0;
+    const size_t p = static_cast<size_t>(size);
+    for (int n : {2, 1024, 65536}) {  // ints: 8 B, 4 KiB, 256 KiB
+        const size_t m = static_cast<size_t>(n);
+        std::vector<int> in(m), out(m), all(m * p), ref(m), blocks(m * p);
+        for (int it = 0; it < 80; ++it) {
+            // All-reduce and reduce: sum_r (r + 1) * (i + it).
+            for (size_t i = 0; i < m; ++i) {
+                in[i] = (rank + 1) * static_cast<int>(i % 1000 + it);
+                ref[i] = size * (size + 1) / 2 * static_cast<int>(i % 1000 + it);
+            }
+            if (it % 2) {
+                out = in;
+                MPI_Allreduce(MPI_IN_PLACE, out.data(), n, MPI_INT, MPI_SUM, comm);
+            } else {
+                MPI_Allreduce(in.data(), out.data(), n, MPI_INT, MPI_SUM, comm);
+            }
+            bad += out != ref;
+            const int root = it % size;
+            std::fill(out.begin(), out.end(), -1);
+            MPI_Reduce(in.data(), out.data(), n, MPI_INT, MPI_SUM, root, comm);
+            if (rank == root) bad += out != ref;
+            // Broadcast from a moving root, as ints or as pairs of them.
+            for (size_t i = 0; i < m; ++i) out[i] = rank == root ? static_cast<int>(i) * 3 + it : -1;
+            if (it % 2)
+                MPI_Bcast(out.data(), n / 2, pair, root, comm);
+            else
+                MPI_Bcast(out.data(), n, MPI_INT, root, comm);
+            for (size_t i = 0; i < m; ++i) bad += out[i] != static_cast<int>(i) * 3 + it;
+            // All-gather, all-to-all, gather, scatter of n / p ints a rank.
+            const int b = std::max(1, n / size);
+            const size_t bs = static_cast<size_t>(b);
+            for (size_t i = 0; i < bs; ++i) in[i] = rank * 100000 + static_cast<int>(i) + it;
+            MPI_Allgather(in.data(), b, MPI_INT, all.data(), b, MPI_INT, comm);
+            for (size_t r = 0; r < p; ++r)
+                for (size_t i = 0; i < bs; ++i)
+                    bad += all[r * bs + i] != static_cast<int>(r) * 100000 + static_cast<int>(i) + it;
+            for (size_t r = 0; r < p; ++r)
+                for (size_t i = 0; i < bs; ++i)
+                    blocks[r * bs + i] = rank * 100000 + static_cast<int>(r * 1000 + i) + it;
+            MPI_Alltoall(blocks.data(), b, MPI_INT, all.data(), b, MPI_INT, comm);
+            for (size_t r = 0; r < p; ++r)
+                for (size_t i = 0; i < bs; ++i)
+                    bad += all[r * bs + i] != static_cast<int>(r) * 100000 + rank * 1000 + static_cast<int>(i) + it;
+            MPI_Gather(in.data(), b, MPI_INT, all.data(), b, MPI_INT, root, comm);
+            if (rank == root)
+                for (size_t r = 0; r < p; ++r)
+                    for (size_t i = 0; i < bs; ++i)
+                        bad += all[r * bs + i] != static_cast<int>(r) * 100000 + static_cast<int>(i) + it;
+            MPI_Scatter(blocks.data(), b, MPI_INT, out.data(), b, MPI_INT, root, comm);
+            for (size_t i = 0; i < bs; ++i) bad += out[i] != root * 100000 + rank * 1000 + static_cast<int>(i) + it;
+            MPI_Barrier(comm);
+        }
+    }
+    MPI_Type_free(&pair);
+    MPI_Comm_free(&comm);
+    if (bad) std::fprintf(stderr, "rank %d: FAIL %d wrong results in the decided loops\n", rank, bad);
+    return bad;
+}
+
 // A Chorus failure comes back as an error of its own class, through the
 // communicator's error handler: here partly overlapping buffers, which
 // Chorus rejects on every rank. The communicator stays usable.
@@ -162,6 +241,25 @@ int main(int argc, char** argv) {
         failures += expect_refusal("CHORUS_CHUNK_BYTES");
     } else if (mode == "progress" && intercepted) {
         failures += progress_check(rank, size, intercepted);
+    } else if (mode == "faster" && intercepted) {
+        const unsigned long long in0 = intercepted(), out0 = passed();
+        checks::Tally tally;
+        failures += checks::run_all(rank, size, false, tally);
+        failures += decided_loops(rank, size);
+        tally.eligible += 3 * 80 * 8;  // the loops' calls, all eligible
+        const unsigned long long in = intercepted() - in0, out = passed() - out0;
+        if (in + out != tally.eligible + tally.ineligible || out < tally.ineligible)
+            fail("counters: " + std::to_string(in) + " intercepted, " + std::to_string(out) + " passed through, for " +
+                 std::to_string(tally.eligible) + " eligible and " + std::to_string(tally.ineligible) + " other calls");
+        if (in == 0 || out == tally.ineligible) fail("the trials sent no call through Chorus, or none to MPI");
+        // Every rank took the same way in every call.
+        unsigned long long mine[2] = {in, out}, lo[2], hi[2];
+        PMPI_Allreduce(mine, lo, 2, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+        PMPI_Allreduce(mine, hi, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+        if (lo[0] != hi[0] || lo[1] != hi[1]) fail("the ranks split the calls differently between Chorus and MPI");
+        if (rank == 0)
+            std::printf("faster: %llu eligible and %llu other calls on %d ranks: %llu through Chorus, %llu to MPI\n",
+                        tally.eligible, tally.ineligible, size, in, out);
     } else if (mode == "preload" || mode == "control" || mode == "none" || mode == "multiple") {
         const unsigned long long in0 = intercepted ? intercepted() : 0, out0 = passed ? passed() : 0;
         // Every call goes to MPI itself in these modes.
