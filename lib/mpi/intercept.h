@@ -249,6 +249,57 @@ int run_chorus(Fn fn, MPI_Comm comm, const Target& t, F&& call) {
     return finish(fn, comm, t.cc, rc);
 }
 
+// The way of a blocking call that took the quick way: through Chorus, or
+// to MPI (to_mpi()), as its communicator's tuning says for `bytes`
+// (chorus_only: always Chorus, as mpi_may_differ says). A trial is timed:
+// its end is recorded when this goes out of scope, after the call. The
+// whole way holds one too (Call::chorus_turn), in the same cell: a call may
+// take the quick way on one rank and not on another. The MPI call is made while
+// this lives, and builds its arguments for PMPI only then: the quick way
+// into Chorus builds nothing it does not use.
+class QuickWay {
+public:
+    QuickWay() = default;  // no call: nothing to time
+    QuickWay(Fn fn, MPI_Comm comm, const Target& t, size_t bytes, bool chorus_only = false) {
+        take(fn, comm, t, bytes, chorus_only);
+    }
+    ~QuickWay() { finish(); }
+    // Decides this call's way (as the constructor).
+    void take(Fn fn, MPI_Comm comm, const Target& t, size_t bytes, bool chorus_only = false) {
+        fn_ = fn;
+        comm_ = comm;
+        if (!t.tuner || chorus_only) return;
+        TuneCell& c = t.tuner->cell(fn, bytes);
+        if (c.route == Route::Chorus) return;
+        if (c.route == Route::Mpi) {
+            mpi_ = true;
+            return;
+        }
+        trial_ = &c;
+        bytes_ = bytes;
+        mpi_ = c.mpi_turn(trial_plan(bytes));
+    }
+    // The call is done: a trial's end recorded (once), and after the last
+    // one the ranks' agreement.
+    void finish() {
+        if (!trial_) return;
+        TuneCell& c = *trial_;
+        trial_ = nullptr;
+        const TrialPlan plan = trial_plan(bytes_);
+        if (c.record(plan, c.timed(plan) ? now_seconds() : 0)) agree_route(fn_, comm_, bytes_, c);
+    }
+    QuickWay(const QuickWay&) = delete;
+    QuickWay& operator=(const QuickWay&) = delete;
+    bool to_mpi() const { return mpi_; }
+
+private:
+    Fn fn_ = kNumFns;
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    bool mpi_ = false;
+    TuneCell* trial_ = nullptr;
+    size_t bytes_ = 0;
+};
+
 // One intercepted call on its way to Chorus: blocking, or nonblocking with
 // the request to return. Its buffers (pending().recv and .send) live until
 // the call completes: on the stack for a blocking call, on the heap, handed
@@ -266,29 +317,19 @@ public:
     // Whether this call goes through Chorus (then counted as intercepted)
     // or, false, to MPI (the body returns kPassThrough): as the
     // communicator's tuning says for `bytes`, which every rank of the call
-    // agrees on (tuning.h). Nonblocking calls go through Chorus, and so do
-    // those `chorus_only` (mpi_may_differ). A call in its class's trials is
-    // timed by finish_trial().
+    // agrees on (QuickWay, below, which times a trial). Nonblocking calls go
+    // through Chorus, and so do those `chorus_only` (mpi_may_differ).
     bool chorus_turn(const Target& t, size_t bytes, bool chorus_only = false) {
-        if (!request_ && t.tuner && !chorus_only) {
-            TuneCell& c = t.tuner->cell(fn_, bytes);
-            if (c.route == Route::Mpi) return false;
-            if (c.route == Route::Measure) {
-                trial_ = &c;
-                bytes_ = bytes;
-                if (c.mpi_turn(trial_plan(bytes))) return false;
-            }
+        if (!request_) {
+            way_.take(fn_, comm_, t, bytes, chorus_only);
+            if (way_.to_mpi()) return false;
         }
         count_intercepted(fn_);
         return true;
     }
     // Once the call is done, either way: a trial's end recorded, and after
     // the last one the ranks' agreement.
-    void finish_trial() {
-        if (!trial_) return;
-        const TrialPlan plan = trial_plan(bytes_);
-        if (trial_->record(plan, trial_->timed(plan) ? now_seconds() : 0)) agree_route(fn_, comm_, bytes_, *trial_);
-    }
+    void finish_trial() { way_.finish(); }
 
     // Runs `start(req)` (either(req, chorus_X, chorus_iX, ...)) on `t`:
     // blocking, with req null, then unpacks the received blocks; or
@@ -308,8 +349,7 @@ private:
     MPI_Request* request_;
     std::optional<Pending> local_;  // made by pending(): most calls need none
     std::unique_ptr<Pending> heap_;
-    TuneCell* trial_ = nullptr;  // a timed trial (chorus_turn)
-    size_t bytes_ = 0;
+    QuickWay way_;  // chorus_turn's, finished by finish_trial
 };
 
 // The quick way of a blocking call whose thread's last lookup was this
@@ -371,45 +411,6 @@ int quick_run(Fn fn, MPI_Comm comm, const Target& t, F&& call) {
     }
     return finish(fn, comm, t.cc, rc);
 }
-
-// The way of a blocking call that took the quick way: through Chorus, or
-// to MPI (to_mpi()), as its communicator's tuning says for `bytes`
-// (chorus_only: always Chorus, as mpi_may_differ says). A trial is timed:
-// its end is recorded when this goes out of scope, after the call, as
-// Call::chorus_turn and Call::finish_trial do on the whole way, in the same
-// cell (a call may take the quick way on one rank and not on another). The
-// MPI call is made while this lives, and builds its arguments for PMPI only
-// then: the quick way into Chorus builds nothing it does not use.
-class QuickWay {
-public:
-    QuickWay(Fn fn, MPI_Comm comm, const Target& t, size_t bytes, bool chorus_only = false) : fn_(fn), comm_(comm) {
-        if (!t.tuner || chorus_only) return;
-        TuneCell& c = t.tuner->cell(fn, bytes);
-        if (c.route == Route::Chorus) return;
-        if (c.route == Route::Mpi) {
-            mpi_ = true;
-            return;
-        }
-        trial_ = &c;
-        bytes_ = bytes;
-        mpi_ = c.mpi_turn(trial_plan(bytes));
-    }
-    ~QuickWay() {
-        if (!trial_) return;
-        const TrialPlan plan = trial_plan(bytes_);
-        if (trial_->record(plan, trial_->timed(plan) ? now_seconds() : 0)) agree_route(fn_, comm_, bytes_, *trial_);
-    }
-    QuickWay(const QuickWay&) = delete;
-    QuickWay& operator=(const QuickWay&) = delete;
-    bool to_mpi() const { return mpi_; }
-
-private:
-    Fn fn_;
-    MPI_Comm comm_;
-    bool mpi_ = false;
-    TuneCell* trial_ = nullptr;
-    size_t bytes_ = 0;
-};
 
 // The quick way of the reductions called as chorus(send, recv, count,
 // datatype, op, comm, stream): all-reduce, and reduce-scatter of blocks
