@@ -67,14 +67,16 @@ TEST_CASE("unknown CHORUS_ variables are collected for a warning", "[unit][confi
 TEST_CASE("config: shared memory, staging and rendezvous cost settings", "[unit][config]") {
     Config d = Config::from_strings({});
     CHECK(d.shm_eager_bytes == 8192);
+    CHECK(d.shm_rendezvous);
+    CHECK_FALSE(Config::from_strings({"CHORUS_SHM_RENDEZVOUS=0"}).shm_rendezvous);
     CHECK_FALSE(d.always_stage);
     Config c = Config::from_strings({"CHORUS_SHM_EAGER=0", "CHORUS_STAGING=always", "CHORUS_COST_RNDV_US=0"});
     CHECK(c.shm_eager_bytes == 0);
     CHECK(c.always_stage);
     CHECK(c.cost.rendezvous_us == 0.0);
     CHECK(Config::from_strings({"CHORUS_SHM_EAGER=256K"}).shm_eager_bytes == 256 * 1024);
-    for (const char* bad : {"CHORUS_SHM_EAGER=257K", "CHORUS_SHM_EAGER=lots", "CHORUS_STAGING=never",
-                            "CHORUS_COST_RNDV_US=-1"}) {
+    for (const char* bad : {"CHORUS_SHM_EAGER=257K", "CHORUS_SHM_EAGER=lots", "CHORUS_SHM_RENDEZVOUS=maybe",
+                            "CHORUS_STAGING=never", "CHORUS_COST_RNDV_US=-1"}) {
         INFO(bad);
         try {
             Config::from_strings({bad});

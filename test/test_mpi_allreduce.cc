@@ -1,9 +1,9 @@
 // All-reduce through the public C API over UCX, under mpirun. Results are
 // checked against references from per-rank seeds and against MPI's own
 // MPI_Allreduce where MPI's arithmetic is exact.
-#include <catch2/catch.hpp>
 #include <mpi.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -125,18 +125,20 @@ TEST_CASE("several nonblocking allreduces in flight complete in any order", "[mp
 }
 
 // A rank whose operations have all completed may go into MPI (or anywhere)
-// at once and stay there; a peer must never wait for it then. Through UCX a
-// rendezvous send completes only when the receiver's acknowledgement
-// arrives, and an acknowledgement that meets a full queue waits for the
-// receiver's progress: an operation completes only once what it owes has
-// left (Transport::settled). Hidden (run by the `stress` setup's
-// `mpi_settle_np3`, with UCX's shared-memory queues two entries deep): see
-// the README's "Known limits".
+// at once and stay there; a peer must never wait for it then. By Chorus's
+// rendezvous inside a host the receiver owes nothing once its receive is
+// complete (`mpi_settle_np3`). Through UCX a rendezvous send completes only
+// when the receiver's acknowledgement arrives, and an acknowledgement that
+// meets a full queue waits for the receiver's progress: an operation
+// completes only once what it owes has left (Transport::settled), which does
+// not cover every case (`mpi_settle_ucx_np3`, in the `stress` setup). Both
+// with UCX's shared-memory queues two entries deep; hidden, run by those
+// tests: see the README's "Known limits".
 TEST_CASE("a rank that leaves for MPI right after its operations leaves no peer waiting", "[.][settle]") {
     World w;
     Comm comm;
     const int nops = 4;
-    const size_t count = 100003;  // 400 KB: beyond the shared-memory cells, through UCX
+    const size_t count = 100003;  // 400 KB: beyond the shared-memory cells (meson forces the ring)
     std::vector<std::vector<float>> bufs(nops, std::vector<float>(count));
     std::vector<chorus_request_t> reqs(nops);
     bool ok = true;
@@ -162,7 +164,7 @@ TEST_CASE("communicators over split and duplicated MPI communicators are indepen
     MPI_Comm half;
     MPI_Comm_split(MPI_COMM_WORLD, w.rank % 2, w.rank, &half);
     {
-        Comm a(half), b;  // b spans the world
+        Comm a(half), b;       // b spans the world
         MPI_Comm_free(&half);  // Chorus holds its own duplicate
         int hs = 0;
         REQUIRE(chorus_comm_size(a.c, &hs) == CHORUS_SUCCESS);

@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "collective_check.h"
@@ -38,6 +40,51 @@ std::vector<int> all_local(int n) {
     std::vector<int> idx(n);
     for (int r = 0; r < n; ++r) idx[r] = r;
     return idx;
+}
+
+// An inner transport that must not be used: every message between the
+// ranks of a test on it goes through shared memory.
+class NoInner final : public Transport {
+public:
+    NoInner(int rank, int size) : rank_(rank), size_(size) {}
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    chorus::net::Handle send(int, chorus::net::Tag, const void*, size_t) override { throw std::logic_error("send"); }
+    chorus::net::Handle recv(int, chorus::net::Tag, void*, size_t) override { throw std::logic_error("recv"); }
+    bool test(chorus::net::Handle) override { throw std::logic_error("test"); }
+    void cancel(chorus::net::Handle) override {}
+    bool progress() override { return false; }
+    const char* name() const override { return "none"; }
+    void notify(int, const std::string&) override {}
+    bool poll_notice(int*, std::string*) override { return false; }
+
+private:
+    int rank_, size_;
+};
+
+// Ranks 0 .. n-1 of one process, with single-copy access to each other (this
+// process's pid, or `pids` where given): messages past `eager` bytes go by
+// rendezvous.
+std::vector<std::unique_ptr<ShmTransport>> rendezvous_ranks(int n, void* seg, size_t eager,
+                                                            std::vector<int> pids = {}) {
+    if (pids.empty()) pids.assign(n, static_cast<int>(getpid()));
+    std::vector<std::unique_ptr<ShmTransport>> t;
+    for (int r = 0; r < n; ++r) {
+        t.push_back(std::make_unique<ShmTransport>(std::make_unique<NoInner>(r, n), eager, all_local(n), seg, pids));
+        t.back()->enable_single_copy(true, false);
+    }
+    return t;
+}
+
+// The code of the Error that f() throws (CHORUS_SUCCESS if none).
+template <class F>
+chorus_result_t error_of(F f) {
+    try {
+        f();
+    } catch (const chorus::Error& e) {
+        return e.code();
+    }
+    return CHORUS_SUCCESS;
 }
 
 // Drive a handle to completion (progressing both transports).
@@ -147,16 +194,20 @@ TEST_CASE("shm transport: a receive from a dead process fails", "[shm]") {
     }
 }
 
-TEST_CASE("shm transport: every collective over the queues", "[shm]") {
+TEST_CASE("shm transport: every collective over the queues and the rendezvous", "[shm]") {
     for (int p : {2, 3, 4, 7}) {
-        for (bool rendezvous : {false, true}) {
+        // Larger messages through loopback (which completes sends on
+        // arrival, or only once received), or by Chorus's rendezvous.
+        for (int mode = 0; mode < 3; ++mode) {
+            const bool rendezvous = mode > 0, single_copy = mode == 2;
             Segments seg(p);  // a fresh segment for every group
-            int next = 0;
             test::LoopbackGroup group(p, test::forced(Collective::Allreduce, "", 4096, 4), rendezvous, nullptr,
                                       [&](std::unique_ptr<Transport> t) -> std::unique_ptr<Transport> {
-                                          (void)next++;
-                                          return std::make_unique<ShmTransport>(std::move(t), 65536, all_local(p),
-                                                                                seg.ptrs, std::vector<int>{});
+                                          auto shm = std::make_unique<ShmTransport>(
+                                              std::move(t), single_copy ? 4096 : 65536, all_local(p), seg.ptrs,
+                                              std::vector<int>(single_copy ? p : 0, static_cast<int>(getpid())));
+                                          shm->enable_single_copy(single_copy, false);
+                                          return shm;
                                       });
             for (Collective coll : {Collective::Allreduce, Collective::Broadcast, Collective::Reduce,
                                     Collective::ReduceScatter, Collective::Allgather})
@@ -278,4 +329,119 @@ TEST_CASE("shm transport: publish slots, reused once every rank is done with the
     Segments two(2);
     ShmTransport split(std::make_unique<LoopbackTransport>(hub, 0), 4096, idx, two.ptrs, {});
     CHECK(split.slot_bytes() == 0);
+}
+
+TEST_CASE("shm transport: larger messages by rendezvous, read from the sender's memory", "[shm]") {
+    Segments seg(2);
+    auto t = rendezvous_ranks(2, seg.ptrs, 4096);
+    for (size_t bytes : {size_t(4097), size_t(100000), size_t(3) << 20}) {
+        INFO(bytes << " bytes");
+        std::vector<unsigned char> data(bytes), got(bytes, 0xee);
+        for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<unsigned char>(i * 31 + bytes);
+        // Receive posted first: the data is read when the receive is tested.
+        auto r = t[1]->recv(0, 5, got.data(), bytes);
+        auto s = t[0]->send(1, 5, data.data(), bytes);
+        REQUIRE(s != nullptr);
+        t[1]->progress();
+        CHECK(got[0] == 0xee);
+        CHECK_FALSE(t[0]->test(s));
+        REQUIRE(complete(*t[1], *t[0], r));
+        CHECK(got == data);
+        // The receiver owes nothing more: the send completes with no call of
+        // the receiver's.
+        CHECK(t[0]->test(s));
+        // Message first: kept until its receive is posted.
+        std::fill(got.begin(), got.end(), 0xee);
+        s = t[0]->send(1, 6, data.data(), bytes);
+        t[1]->progress();
+        r = t[1]->recv(0, 6, got.data(), bytes);
+        REQUIRE(r != nullptr);
+        REQUIRE(t[1]->test(r));
+        CHECK(got == data);
+        CHECK(t[0]->test(s));
+    }
+    // Up to eager bytes: through the cells, complete at once.
+    std::vector<char> small(4096, 's'), small_got(4096);
+    CHECK(t[0]->send(1, 7, small.data(), small.size()) == nullptr);
+    CHECK(complete(*t[1], *t[0], t[1]->recv(0, 7, small_got.data(), small_got.size())));
+    CHECK(small_got == small);
+}
+
+TEST_CASE("shm transport: rendezvous behind a full queue and beyond the acknowledgement words", "[shm]") {
+    Segments seg(2);
+    auto t = rendezvous_ranks(2, seg.ptrs, 1024);
+    // More sends than cells and than acknowledgement words, some eager among
+    // them, received in the reverse order (the early ones unexpected).
+    const int n = static_cast<int>(chorus::net::shm::kAcks) + 200;
+    std::vector<std::vector<int>> data(n), got(n);
+    std::vector<chorus::net::Handle> sends(n), recvs(n);
+    for (int i = 0; i < n; ++i) {
+        data[i].assign(i % 5 == 0 ? 100 : 300 + i % 7, i);
+        got[i].assign(data[i].size(), -1);
+        sends[i] = t[0]->send(1, 1000 + i, data[i].data(), data[i].size() * sizeof(int));
+    }
+    for (int round = 0; round < 100; ++round) {
+        t[0]->progress();
+        t[1]->progress();
+    }
+    for (int i = n - 1; i >= 0; --i) {
+        recvs[i] = t[1]->recv(0, 1000 + i, got[i].data(), got[i].size() * sizeof(int));
+        // The later sends wait for the queue and for acknowledgement words
+        // that only these receives free.
+        for (int k = 0; k < 3; ++k) {
+            t[1]->progress();
+            t[0]->progress();
+        }
+    }
+    for (int i = 0; i < n; ++i) REQUIRE(complete(*t[1], *t[0], recvs[i]));
+    for (int i = 0; i < n; ++i) CHECK(complete(*t[0], *t[1], sends[i]));
+    int wrong = 0;
+    for (int i = 0; i < n; ++i) wrong += got[i] != data[i];
+    CHECK(wrong == 0);
+}
+
+TEST_CASE("shm transport: a rendezvous size mismatch or cancelled receive still completes the send", "[shm]") {
+    Segments seg(2);
+    auto t = rendezvous_ranks(2, seg.ptrs, 1024);
+    std::vector<char> data(5000, 'd'), got(6000, 'g');
+    // Receive posted first, then message first.
+    auto r = t[1]->recv(0, 1, got.data(), 6000);
+    auto s = t[0]->send(1, 1, data.data(), data.size());
+    CHECK(error_of([&] { complete(*t[1], *t[0], r); }) == CHORUS_ERR_MISMATCH);
+    CHECK(t[0]->test(s));
+    s = t[0]->send(1, 2, data.data(), data.size());
+    t[1]->progress();
+    CHECK(error_of([&] { t[1]->recv(0, 2, got.data(), 4000); }) == CHORUS_ERR_MISMATCH);
+    CHECK(t[0]->test(s));
+    CHECK(got[0] == 'g');
+    // A receive cancelled once the message is there: nothing is read.
+    r = t[1]->recv(0, 3, got.data(), data.size());
+    s = t[0]->send(1, 3, data.data(), data.size());
+    t[1]->progress();
+    t[1]->cancel(r);
+    CHECK(t[0]->test(s));
+    CHECK(got[0] == 'g');
+}
+
+TEST_CASE("shm transport: a rendezvous with a dead peer fails on either side", "[shm]") {
+    pid_t child = fork();
+    if (child == 0) _exit(0);
+    REQUIRE(child > 0);
+    waitpid(child, nullptr, 0);  // now a pid with no process
+    const int me = static_cast<int>(getpid()), gone = static_cast<int>(child);
+    Segments seg(2);
+    // Rank 1 reads from a rank 0 that is gone.
+    auto reader = rendezvous_ranks(2, seg.ptrs, 1024, {gone, me});
+    std::vector<char> data(5000, 'd'), got(5000, 'g');
+    auto r = reader[1]->recv(0, 1, got.data(), got.size());
+    auto s = reader[0]->send(1, 1, data.data(), data.size());
+    CHECK(error_of([&] { complete(*reader[1], *reader[0], r); }) == CHORUS_ERR_PEER_FAILED);
+    reader[0]->cancel(s);
+    // Rank 0 waits for a rank 1 that is gone.
+    Segments seg2(2);
+    auto sender = rendezvous_ranks(2, seg2.ptrs, 1024, {me, gone});
+    s = sender[0]->send(1, 1, data.data(), data.size());
+    CHECK_FALSE(sender[0]->test(s));
+    sender[0]->check_peers();
+    CHECK(error_of([&] { sender[0]->test(s); }) == CHORUS_ERR_PEER_FAILED);
 }

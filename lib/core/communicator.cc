@@ -79,7 +79,7 @@ std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm) {
     set_log_level(config.log_level);
 
     std::unique_ptr<net::Transport> transport = std::make_unique<net::UcxTransport>(*boot, config.peer_errors);
-    transport = net::ShmTransport::create(*boot, std::move(transport), config.shm_eager_bytes);
+    transport = net::ShmTransport::create(*boot, std::move(transport), config.shm_eager_bytes, config.shm_rendezvous);
     std::unique_ptr<Communicator> c;
     net::allgather_agreed(*boot, [&] {
         if (config.inject == "create")

@@ -195,6 +195,9 @@ const std::vector<Setting> kSettings = {
              fail(CHORUS_ERR_CONFIG, n, "='", v, "': at most 256K bytes (0 turns it off)");
      },
      [](const Config& c) { return show_bytes(c.shm_eager_bytes); }},
+    {"CHORUS_SHM_RENDEZVOUS", true,
+     [](Config& c, const std::string& n, const std::string& v) { c.shm_rendezvous = parse_flag(n, v); },
+     [](const Config& c) { return std::string(c.shm_rendezvous ? "1" : "0"); }},
     {"CHORUS_STAGING", false,
      [](Config& c, const std::string& n, const std::string& v) {
          if (v != "auto" && v != "always") fail(CHORUS_ERR_CONFIG, n, "='", v, "': expected auto or always");

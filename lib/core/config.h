@@ -32,6 +32,7 @@ struct Config {
     bool peer_errors = false;                 // CHORUS_PEER_ERRORS: UCX's own peer failure detection
     bool check = false;                       // CHORUS_CHECK: compare arguments across ranks first
     size_t shm_eager_bytes = 8192;            // CHORUS_SHM_EAGER: largest message through Chorus's shared memory
+    bool shm_rendezvous = true;               // CHORUS_SHM_RENDEZVOUS: larger ones on a host by Chorus's rendezvous
     bool always_stage = false;                // CHORUS_STAGING=always: stage device buffers even if UCX has CUDA
     InterceptPolicy intercept = InterceptPolicy::Faster;  // CHORUS_MPI_INTERCEPT
     bool mpi_stage_all = false;                           // CHORUS_MPI_STAGING=all: host buffers copied too

@@ -26,7 +26,9 @@ public:
 
     virtual Handle send(int peer, Tag tag, const void* buf, size_t bytes) = 0;
     virtual Handle recv(int peer, Tag tag, void* buf, size_t bytes) = 0;
-    // True when the transfer is complete (the handle is then released).
+    // True when the transfer is complete (the handle is then released). A
+    // receive may copy its data here (shared memory's rendezvous, a few per
+    // progress() call), so callers progress between rounds of tests.
     virtual bool test(Handle handle) = 0;
     // Abandon a transfer that will not complete (after a failure). The
     // handle is released; wait_cancelled() then waits (a bounded time) until

@@ -9,7 +9,9 @@
 #                            cross-host traffic on them), and the tool's --link-stats
 #   lanes TEST_BINARY        a Chorus test case at 2x2 with UCX's debug log: every
 #                            UCX endpoint between hosts uses tcp over eth0 only,
-#                            every one inside a host shared memory (sysv/posix/cma)
+#                            every one inside a host shared memory (sysv/posix/cma;
+#                            with CHORUS_SHM_RENDEZVOUS=0, so that UCX carries the
+#                            larger messages inside a host too)
 #   bytes CHORUS_BENCH       Chorus all-reduce of 16 MiB at 2x2: at least 16 MiB per
 #                            call crossed each host's link each way
 #   hosts LAYOUT CHORUS_BENCH  a Chorus all-reduce on that layout with CHORUS_LOG=info:
@@ -87,7 +89,7 @@ case $mode in
 
   lanes)
     prog=$1
-    UCX_LOG_LEVEL=debug "$vcluster" -q 2 2 -- "$prog" --use-colour no \
+    UCX_LOG_LEVEL=debug CHORUS_SHM_RENDEZVOUS=0 "$vcluster" -q 2 2 -- "$prog" --use-colour no \
       "allreduce matches MPI_Allreduce where MPI is exact" >"$dir/log" 2>&1 || {
       tail -50 "$dir/log"
       echo "FAIL: the Chorus test failed across hosts"

@@ -11,7 +11,7 @@ static_assert(kCellBytes % 64 == 0 && sizeof(SlotArea) % 64 == 0, "cache-line mu
 }  // namespace
 
 size_t Segment::bytes(int local) {
-    return static_cast<size_t>(local) * (kQueueBytes + sizeof(SlotArea));
+    return static_cast<size_t>(local) * (kQueueBytes + sizeof(SlotArea) + sizeof(AckArea));
 }
 
 void Segment::init(void* mem, int local) {
@@ -26,6 +26,8 @@ void Segment::init(void* mem, int local) {
         SlotArea* a = new (s.slots(i)) SlotArea;
         a->done.store(0, std::memory_order_relaxed);
         for (auto& slot : a->slots) slot.op.store(0, std::memory_order_relaxed);
+        AckArea* k = new (s.acks(i)) AckArea;
+        for (auto& w : k->word) w.store(0, std::memory_order_relaxed);
     }
     // No fence here: the peers learn the segment's name only through the
     // bootstrap's all-gather that follows, which orders these stores before
@@ -44,6 +46,11 @@ Cell* Segment::cell(int i, uint64_t position) const {
 SlotArea* Segment::slots(int i) const {
     return reinterpret_cast<SlotArea*>(base_ + static_cast<size_t>(local_) * kQueueBytes +
                                        static_cast<size_t>(i) * sizeof(SlotArea));
+}
+
+AckArea* Segment::acks(int i) const {
+    return reinterpret_cast<AckArea*>(base_ + static_cast<size_t>(local_) * (kQueueBytes + sizeof(SlotArea)) +
+                                      static_cast<size_t>(i) * sizeof(AckArea));
 }
 
 }  // namespace chorus::net::shm

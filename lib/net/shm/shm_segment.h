@@ -6,9 +6,13 @@
 //    hands it over by its turn number; the receiver takes cells in order);
 //  - kPubSlots publish slots, where it puts its contribution to a small
 //    collective for every local rank to read, and a count of the slot
-//    operations it has completed (a slot is reused once every rank has).
-// The segment grows linearly with L: about 256 KiB of queue and 128 KiB of
-// slots per rank. A waiting receiver looks at one cell of its own queue.
+//    operations it has completed (a slot is reused once every rank has);
+//  - kAcks acknowledgement words of its rendezvous sends: a receiver that
+//    has read a large message straight from the sender's memory stores the
+//    send's token in one, and the sender's send is complete.
+// The segment grows linearly with L: about 256 KiB of queue, 128 KiB of
+// slots and 8 KiB of acknowledgements per rank. A waiting receiver looks at
+// one cell of its own queue.
 #pragma once
 
 #include <atomic>
@@ -23,6 +27,7 @@ constexpr size_t kCells = 64;        // per inbound queue
 constexpr size_t kCellBytes = 4096;  // a cell, header included
 constexpr size_t kPubSlots = 8;      // slot operations in flight
 constexpr size_t kPubBytes = 16432;  // payload of a publish slot: a size class of 8 KiB (to 16383 bytes) fits
+constexpr size_t kAcks = 1024;       // rendezvous sends in flight per rank
 
 // A cell: 32 bytes of header, then the payload, so a message of up to 32
 // bytes is a single cache line handed from sender to receiver.
@@ -34,6 +39,15 @@ struct Cell {
     uint64_t total;  // of the whole message
 };
 constexpr size_t kCellPayload = kCellBytes - sizeof(Cell);
+// In Cell::bytes: the cell holds a Rendezvous, not a fragment of data; the
+// message (Cell::total bytes) stays in the sender's memory for the receiver
+// to read (cross-memory attach, shm/cma.h).
+constexpr uint32_t kRendezvousBit = 1u << 31;
+struct Rendezvous {
+    uint64_t address;  // of the data, in the sender's process
+    uint64_t token;    // stored in the sender's acknowledgement word once read
+    uint64_t ack;      // which of the sender's words
+};
 inline char* payload(Cell* c) {
     return reinterpret_cast<char*>(c + 1);
 }
@@ -57,6 +71,10 @@ struct alignas(64) SlotArea {
     PubSlot slots[kPubSlots];
 };
 
+struct alignas(64) AckArea {
+    std::atomic<uint64_t> word[kAcks];
+};
+
 class Segment {
 public:
     static size_t bytes(int local);
@@ -68,6 +86,7 @@ public:
     QueueHeader* queue(int i) const;
     Cell* cell(int i, uint64_t position) const;
     SlotArea* slots(int i) const;
+    AckArea* acks(int i) const;
     char* base() const { return base_; }
     int local() const { return local_; }
 

@@ -28,7 +28,16 @@ struct ShmTransport::Request {
     void* dst;
     size_t bytes, got;
     Handle inner;
+    // A rendezvous send: its cell (rts) is in the peer's queue once `put`.
+    // A rendezvous receive: its cell has arrived (rts), and test() reads the
+    // data. The read waits for test(), not the cell's arrival: the executor
+    // posts its own transfers before it tests, so that its peers may read
+    // while it reads.
+    bool rendezvous = false, put = false;
+    shm::Rendezvous rts{};
 };
+
+constexpr uint64_t kNoAck = ~uint64_t(0);
 
 ShmTransport::ShmTransport(std::unique_ptr<Transport> inner, size_t eager_bytes, std::vector<int> local_index,
                            void* segment, std::vector<int> pids, size_t mapped_bytes)
@@ -47,6 +56,8 @@ ShmTransport::ShmTransport(std::unique_ptr<Transport> inner, size_t eager_bytes,
         local_ranks_[p.local] = r;
     }
     seg_ = shm::Segment(segment, static_cast<int>(local_ranks_.size()));
+    free_acks_.reserve(shm::kAcks);
+    for (uint32_t k = shm::kAcks; k-- > 0;) free_acks_.push_back(k);
     me_local_ = local_index[me];
     all_local_ = static_cast<int>(local_ranks_.size()) == n;
     me_ = me;
@@ -90,6 +101,8 @@ ShmTransport::Message& ShmTransport::new_message(Peer& p, Tag tag, size_t total)
     m.data.resize(total);
     m.complete = false;
     m.waiter = nullptr;
+    m.rendezvous = false;
+    m.total = total;
     return m;
 }
 
@@ -113,23 +126,31 @@ void ShmTransport::peer_failed() const {
     fail(CHORUS_ERR_PEER_FAILED, "shared memory: rank ", dead_, " (pid ", peers_[dead_].pid, ") died");
 }
 
-bool ShmTransport::put(int peer, Tag tag, const void* buf, size_t bytes, size_t* sent) {
+shm::Cell* ShmTransport::claim(int peer, uint64_t* position) {
     const int dst = peers_[peer].local;
     shm::QueueHeader* q = seg_.queue(dst);
-    do {
-        uint64_t pos = q->tail.load(std::memory_order_relaxed);
-        shm::Cell* c;
-        for (;;) {
-            c = seg_.cell(dst, pos);
-            auto dif = static_cast<int64_t>(c->turn.load(std::memory_order_acquire) - pos);
-            if (dif == 0) {
-                if (q->tail.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
-            } else if (dif < 0) {
-                return false;  // full: the receiver has not taken this cell yet
-            } else {
-                pos = q->tail.load(std::memory_order_relaxed);
+    uint64_t pos = q->tail.load(std::memory_order_relaxed);
+    for (;;) {
+        shm::Cell* c = seg_.cell(dst, pos);
+        auto dif = static_cast<int64_t>(c->turn.load(std::memory_order_acquire) - pos);
+        if (dif == 0) {
+            if (q->tail.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+                *position = pos;
+                return c;
             }
+        } else if (dif < 0) {
+            return nullptr;  // full: the receiver has not taken this cell yet
+        } else {
+            pos = q->tail.load(std::memory_order_relaxed);
         }
+    }
+}
+
+bool ShmTransport::put(int peer, Tag tag, const void* buf, size_t bytes, size_t* sent) {
+    do {
+        uint64_t pos;
+        shm::Cell* c = claim(peer, &pos);
+        if (!c) return false;
         size_t n = std::min(shm::kCellPayload, bytes - *sent);
         if (n) std::memcpy(shm::payload(c), static_cast<const char*>(buf) + *sent, n);
         c->source = static_cast<uint32_t>(inner_->rank());
@@ -142,8 +163,49 @@ bool ShmTransport::put(int peer, Tag tag, const void* buf, size_t bytes, size_t*
     return true;
 }
 
+bool ShmTransport::put_rendezvous(Request* r) {
+    if (r->rts.ack == kNoAck) {
+        if (free_acks_.empty()) return false;  // until a rendezvous send completes
+        r->rts.ack = free_acks_.back();
+        free_acks_.pop_back();
+    }
+    uint64_t pos;
+    shm::Cell* c = claim(r->peer, &pos);
+    if (!c) return false;
+    std::memcpy(shm::payload(c), &r->rts, sizeof r->rts);
+    c->source = static_cast<uint32_t>(me_);
+    c->bytes = shm::kRendezvousBit | static_cast<uint32_t>(sizeof r->rts);
+    c->tag = r->tag;
+    c->total = r->bytes;
+    c->turn.store(pos + 1, std::memory_order_release);
+    r->put = true;
+    return true;
+}
+
+void ShmTransport::acknowledge(int peer, const shm::Rendezvous& rts) {
+    seg_.acks(peers_[peer].local)->word[rts.ack].store(rts.token, std::memory_order_release);
+}
+
+void ShmTransport::take_rendezvous(int peer, const shm::Rendezvous& rts, void* dst, size_t bytes) {
+    if (dead_ >= 0) peer_failed();
+    cma::read(peers_[peer].pid, peer, dst, rts.address, bytes);
+    acknowledge(peer, rts);
+}
+
 Handle ShmTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
     if (!small(peer, bytes)) {
+        if (by_rendezvous(peer, bytes)) {
+            if (dead_ >= 0) peer_failed();
+            Peer& p = peers_[peer];
+            Request* r = new_request();
+            *r = Request{Request::Kind::Send, false, peer, tag, buf, nullptr, bytes, 0, nullptr};
+            r->rendezvous = true;
+            r->rts = shm::Rendezvous{reinterpret_cast<uint64_t>(buf), next_token_++, kNoAck};
+            if (p.waiting_sends.empty() && put_rendezvous(r)) return r;
+            if (p.waiting_sends.empty()) blocked_.push_back(peer);
+            p.waiting_sends.push_back(r);
+            return r;
+        }
         inner_used_ = true;  // even done at once, its bytes may wait to leave
         return wrap(inner_->send(peer, tag, buf, bytes), peer);
     }
@@ -159,7 +221,7 @@ Handle ShmTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
 }
 
 Handle ShmTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
-    if (!small(peer, bytes)) {
+    if (!small(peer, bytes) && !by_rendezvous(peer, bytes)) {
         inner_used_ = true;
         return wrap(inner_->recv(peer, tag, buf, bytes), peer);
     }
@@ -167,7 +229,21 @@ Handle ShmTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
     poll_queue();
     for (auto it = p.unexpected.begin(); it != p.unexpected.end(); ++it) {
         if (it->tag != tag || it->waiter) continue;
-        size_t got = it->data.size();
+        size_t got = it->total;
+        if (it->rendezvous) {
+            const shm::Rendezvous rts = it->rts;
+            drop_message(p, it);
+            if (got != bytes) {
+                acknowledge(peer, rts);  // the sender's send completes, as an eager one would
+                fail(CHORUS_ERR_MISMATCH, "shared memory: message from rank ", peer, " has ", got, " bytes, expected ",
+                     bytes);
+            }
+            Request* r = new_request();
+            *r = Request{Request::Kind::Recv, false, peer, tag, nullptr, buf, bytes, 0, nullptr};
+            r->rendezvous = true;
+            r->rts = rts;
+            return r;
+        }
         if (got != bytes) {
             if (p.in.msg == &*it) {  // still arriving: the rest is discarded
                 p.in.dst = nullptr;
@@ -225,6 +301,43 @@ bool ShmTransport::poll_queue() {
         if (c->turn.load(std::memory_order_acquire) != head_ + 1) break;
         Peer& p = peers_[c->source];
         Incoming& in = p.in;
+        if (c->bytes & shm::kRendezvousBit) {
+            // A whole message in one cell (a sender's cells are in order: none
+            // of its messages is arriving). To a posted receive of its tag,
+            // whose test() reads it, or kept.
+            shm::Rendezvous rts;
+            std::memcpy(&rts, shm::payload(c), sizeof rts);
+            const Tag tag = c->tag;
+            const size_t total = c->total;
+            const int source = static_cast<int>(c->source);
+            c->turn.store(head_ + shm::kCells, std::memory_order_release);
+            ++head_;
+            moved = true;
+            Request* req = nullptr;
+            for (size_t i = 0; i < p.posted.size(); ++i)
+                if (p.posted[i]->tag == tag) {
+                    req = p.posted[i];
+                    p.posted.erase(p.posted.begin() + static_cast<std::ptrdiff_t>(i));
+                    break;
+                }
+            if (!req) {
+                Message& m = new_message(p, tag, 0);
+                m.rendezvous = true;
+                m.rts = rts;
+                m.total = total;
+                m.complete = true;
+                continue;
+            }
+            if (total != req->bytes) {
+                acknowledge(source, rts);  // test() reports the mismatch
+                req->got = total;
+                req->done = true;
+                continue;
+            }
+            req->rendezvous = true;
+            req->rts = rts;
+            continue;
+        }
         if (!in.active) {
             // A message starts: to a posted receive of its tag, or kept.
             in.active = true;
@@ -262,6 +375,12 @@ bool ShmTransport::push_waiting() {
         Peer& p = peers_[blocked_[i]];
         while (!p.waiting_sends.empty()) {
             Request* r = p.waiting_sends.front();
+            if (r->rendezvous) {
+                if (!put_rendezvous(r)) break;
+                moved = true;
+                p.waiting_sends.pop_front();
+                continue;
+            }
             size_t before = r->got;
             bool all = put(blocked_[i], r->tag, r->src, r->bytes, &r->got);
             moved = moved || r->got != before;
@@ -283,6 +402,7 @@ bool ShmTransport::progress() {
     // The inner transport's progress costs more than a look at the queue:
     // made when it has transfers of ours, and now and then regardless.
     bool moved = false;
+    reads_left_ = 1;
     if (inner_pending_ > 0 || (++calls_ & 63) == 0) moved = inner_->progress();
     moved = poll_queue() || moved;
     if (!blocked_.empty()) moved = push_waiting() || moved;
@@ -310,11 +430,29 @@ bool ShmTransport::test(Handle handle) {
         }
         return done;
     }
+    if (r->rendezvous && !r->done) {
+        if (r->kind == Request::Kind::Recv) {
+            if (reads_left_ <= 0) return false;
+            --reads_left_;
+            try {
+                take_rendezvous(r->peer, r->rts, r->dst, r->bytes);
+            } catch (...) {
+                free_request(r);
+                throw;
+            }
+            r->got = r->bytes;
+            r->done = true;
+        } else if (r->put && seg_.acks(me_local_)->word[r->rts.ack].load(std::memory_order_acquire) == r->rts.token) {
+            r->done = true;
+            free_acks_.push_back(static_cast<uint32_t>(r->rts.ack));
+        }
+    }
     if (!r->done) {
         if (dead_ < 0) return false;
         cancel(handle);
         peer_failed();
     }
+
     int peer = r->peer;
     size_t got = r->got, expected = r->bytes;
     bool is_recv = r->kind == Request::Kind::Recv;
@@ -347,6 +485,9 @@ void ShmTransport::cancel(Handle handle) {
                     p.posted.erase(it);
                     break;
                 }
+            // Its data is not read: the sender's send completes, as an eager
+            // one would.
+            if (r->rendezvous && !r->done) acknowledge(r->peer, r->rts);
             // A message arriving for it: the rest of it is dropped.
             if (p.in.req == r) {
                 p.in.req = nullptr;
@@ -393,7 +534,8 @@ void ShmTransport::slot_memory(void** base, size_t* bytes) const {
 // ---------------------------------------------------------------------------
 // Creation
 
-std::unique_ptr<Transport> ShmTransport::create(Bootstrap& boot, std::unique_ptr<Transport> inner, size_t eager_bytes) {
+std::unique_ptr<Transport> ShmTransport::create(Bootstrap& boot, std::unique_ptr<Transport> inner, size_t eager_bytes,
+                                                bool rendezvous) {
     if (eager_bytes == 0) return inner;
     const int n = inner->size(), me = inner->rank();
     // Ranks with the same host identity (net/host.h) share memory.
@@ -456,21 +598,27 @@ std::unique_ptr<Transport> ShmTransport::create(Bootstrap& boot, std::unique_ptr
         if (mem != MAP_FAILED) munmap(mem, bytes);
         return inner;
     }
-    // Single-copy access when every rank is here and each may read every
-    // other's memory (cross-memory attach; a ptrace policy may forbid it).
+    // Single-copy access where each local rank may read every other's memory
+    // (cross-memory attach; a ptrace policy may forbid it): rendezvous for
+    // the larger messages inside a host (host memory only: the inner
+    // transport takes device memory where it can), and the one-sided
+    // algorithms when every rank is here.
+    const bool all_here = boot.all(local == n);
+    const bool want_rendezvous = boot.all(rendezvous && !inner->device_memory());
     bool readable = false;
-    if (boot.all(local == n)) {
+    if (all_here || want_rendezvous) {
         std::vector<std::string> words = boot.allgather(std::to_string(cma::probe_address()));
         bool ok = true;
         for (int r = 0; r < n && ok; ++r)
-            ok = r == me || cma::probe(pids[r], std::strtoull(words[r].c_str(), nullptr, 10), cma::probe_value());
+            ok = r == me || local_index[r] < 0 ||
+                 cma::probe(pids[r], std::strtoull(words[r].c_str(), nullptr, 10), cma::probe_value());
         readable = boot.all(ok);
         if (!readable && !ok)
             log(LogLevel::Info, me, "single-copy reads of peers' memory unavailable (process_vm_readv refused)");
     }
     auto t = std::make_unique<ShmTransport>(std::move(inner), eager_bytes, std::move(local_index), mem, std::move(pids),
                                             bytes);
-    t->one_sided_ = readable;
+    t->enable_single_copy(readable && want_rendezvous, readable && all_here);
     return t;
 }
 
