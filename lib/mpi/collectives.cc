@@ -35,13 +35,17 @@ auto allreduce_pmpi(const void* sendbuf, void* recvbuf, int count, MPI_Datatype 
     };
 }
 
-int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
-              MPI_Request* request) {
-    const Fn fn = which(kAllreduce, request);
-    if (int rc;
-        !request && quick_reduction(fn, comm, sendbuf, recvbuf, count, type, op, chorus_allreduce, allreduce_pmpi, &rc))
+// allreduce and reduce_scatter_block: one count (of the result, on every
+// rank) for both buffers, mapped element for element; in place, the input
+// is in recvbuf (for reduce_scatter_block every block, the result landing
+// at its start).
+template <typename Blocking, typename Nonblocking, typename MakePmpi>
+[[gnu::always_inline]] inline int reduction(Fn fn, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
+                                            MPI_Op op, MPI_Comm comm, MPI_Request* request, Blocking blocking,
+                                            Nonblocking nonblocking, MakePmpi make_pmpi) {
+    if (int rc; !request && quick_reduction(fn, comm, sendbuf, recvbuf, count, type, op, blocking, make_pmpi, &rc))
         return rc;  // the quick way (intercept.h)
-    auto pmpi = allreduce_pmpi(sendbuf, recvbuf, count, type, op, comm, request);
+    auto pmpi = make_pmpi(sendbuf, recvbuf, count, type, op, comm, request);
     return intercept(fn, comm, request, pmpi, [&](Call& call) -> int {
         chorus_datatype_t dt;
         chorus_op_t cop;
@@ -52,10 +56,16 @@ int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, 
         if (!call.chorus_turn(twin.t, elems(count) * elem_bytes(dt), mpi_may_differ(dt, cop))) return kPassThrough;
         const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
         return call.run(twin.t, [&](chorus_request_t* r) {
-            return either(r, chorus_allreduce, chorus_iallreduce, send, recvbuf, static_cast<size_t>(count), dt, cop,
-                          twin.t.cc, nullptr);
+            return either(r, blocking, nonblocking, send, recvbuf, static_cast<size_t>(count), dt, cop, twin.t.cc,
+                          nullptr);
         });
     });
+}
+
+int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+              MPI_Request* request) {
+    return reduction(which(kAllreduce, request), sendbuf, recvbuf, count, type, op, comm, request, chorus_allreduce,
+                     chorus_iallreduce, allreduce_pmpi);
 }
 
 // reduce's call handed to PMPI, each buffer through `st` (to_pmpi,
@@ -134,26 +144,8 @@ auto reduce_scatter_block_pmpi(const void* sendbuf, void* recvbuf, int recvcount
 
 int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                          MPI_Request* request) {
-    const Fn fn = which(kReduceScatterBlock, request);
-    if (int rc; !request && quick_reduction(fn, comm, sendbuf, recvbuf, recvcount, type, op, chorus_reduce_scatter,
-                                            reduce_scatter_block_pmpi, &rc))
-        return rc;  // the quick way (intercept.h)
-    auto pmpi = reduce_scatter_block_pmpi(sendbuf, recvbuf, recvcount, type, op, comm, request);
-    return intercept(fn, comm, request, pmpi, [&](Call& call) -> int {
-        chorus_datatype_t dt;
-        chorus_op_t cop;
-        if (recvcount < 0 || !map_reduction(type, op, &dt, &cop)) return kPassThrough;
-        Twin twin(fn, comm);
-        if (!twin.ok) return twin.rc;
-        if (recvbuf == MPI_IN_PLACE) return misuse(fn, comm, "recvbuf cannot be MPI_IN_PLACE");
-        if (!call.chorus_turn(twin.t, elems(recvcount) * elem_bytes(dt), mpi_may_differ(dt, cop))) return kPassThrough;
-        // In place, recvbuf holds every block and the result lands at its start.
-        const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-        return call.run(twin.t, [&](chorus_request_t* r) {
-            return either(r, chorus_reduce_scatter, chorus_ireduce_scatter, send, recvbuf,
-                          static_cast<size_t>(recvcount), dt, cop, twin.t.cc, nullptr);
-        });
-    });
+    return reduction(which(kReduceScatterBlock, request), sendbuf, recvbuf, recvcount, type, op, comm, request,
+                     chorus_reduce_scatter, chorus_ireduce_scatter, reduce_scatter_block_pmpi);
 }
 
 int reduce_scatter(const void* sendbuf, void* recvbuf, const int* recvcounts, MPI_Datatype type, MPI_Op op,
