@@ -415,8 +415,8 @@ TEST_CASE("two ranks of one host choose as measured there: the slots to 4 KiB, t
           "[unit][selector]") {
     // The defaults were measured at np=2 (README, "One-sided steps" and
     // "Small messages"): the one-sided all-reduce and reduce lose to the
-    // messages at every size, the one-sided broadcast wins from 32 KiB to
-    // 2 MiB, and the slots win wherever they fit up to 4 KiB, the all-gather
+    // messages at every size, the one-sided broadcast wins from 256 KiB to
+    // 16 MiB, and the slots win wherever they fit up to 4 KiB, the all-gather
     // included (Bruck's single exchange through the rings copies twice).
     CostParams params;
     params.all_local = true;
@@ -432,7 +432,13 @@ TEST_CASE("two ranks of one host choose as measured there: the slots to 4 KiB, t
         CHECK(choice(Collective::Allreduce, bytes) != "one_sided");
         CHECK(choice(Collective::Reduce, bytes) != "one_sided");
     }
-    for (size_t bytes : {size_t(64) << 10, size_t(1) << 20}) CHECK(choice(Collective::Broadcast, bytes) == "one_sided");
+    // The broadcast: the slots' pipeline from a slot to 128 KiB (measured:
+    // 1.3-3.4x the one-sided one at 16-64 KiB), the one-sided one from
+    // 256 KiB to 16 MiB (1.3-1.5x the pipeline from 1 MiB).
+    for (size_t bytes : {size_t(16) << 10, size_t(64) << 10, size_t(128) << 10})
+        CHECK(choice(Collective::Broadcast, bytes) == "shm_pipeline");
+    for (size_t bytes : {size_t(256) << 10, size_t(1) << 20, size_t(16) << 20})
+        CHECK(choice(Collective::Broadcast, bytes) == "one_sided");
     for (Collective c :
          {Collective::Allgather, Collective::Allgatherv, Collective::Alltoall, Collective::Gather, Collective::Scatter})
         for (size_t bytes : {size_t(2048), size_t(c == Collective::Allgather ? 2048 : 4096)}) {

@@ -74,6 +74,22 @@ bool beyond_slot(const CollArgs& a) {
 bool beyond_caches(const CollArgs& a) {
     return a.cost && coll::beyond_caches(a, *a.cost);
 }
+// The broadcast through the slots' pipeline: from a slot up to
+// kPipelinedBcastBytes, and beyond the caches. Measured at np=2
+// (chorus-bench bcast -c, medians of 5 alternating runs, two sets; cold:
+// 3), against the one-sided broadcast the cost model prices ahead of it
+// there: 2.9-3.4x at 16 KiB, 1.9-2.2x at 32 KiB, 1.3-1.5x at 64 KiB,
+// 0.93-1.19x at 128 KiB (1.31x cold), 0.91-0.99x at 256 KiB (1.25x cold),
+// 0.65-0.78x from 1 to 8 MiB. The model's copy rate is that of memory,
+// while these chunks are copied in the caches.
+constexpr size_t kPipelinedBcastBytes = size_t{128} << 10;
+bool pipelined_bcast(const CollArgs& a) {
+    return beyond_caches(a) || a.message_bytes() <= kPipelinedBcastBytes;
+}
+// The one-sided broadcast, where the pipeline is not taken instead.
+bool one_sided_bcast(const CollArgs& a) {
+    return !(fits_pipeline(a) && a.message_bytes() <= kPipelinedBcastBytes);
+}
 // Every rank on one host, with publish slots (any message: blocks too large
 // for them go as messages).
 bool shared(const CollArgs& a) {
@@ -201,8 +217,8 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Broadcast, "chain", build_chain_bcast, any},
         {Collective::Broadcast, "scatter_allgather", build_scatter_allgather_bcast, any},
         {Collective::Broadcast, "shm_flat", build_flat_bcast, slots},
-        {Collective::Broadcast, "one_sided", build_one_sided_bcast, one_sided},
-        {Collective::Broadcast, "shm_pipeline", build_pipeline_bcast, pipeline, false, beyond_caches},
+        {Collective::Broadcast, "one_sided", build_one_sided_bcast, one_sided, false, one_sided_bcast},
+        {Collective::Broadcast, "shm_pipeline", build_pipeline_bcast, pipeline, false, pipelined_bcast},
         {Collective::Broadcast, "two_level", build_two_level_bcast, two_level},
     };
     static const std::vector<Algorithm> reduce = {

@@ -30,16 +30,19 @@
 // Every result element is computed by one rank, its block's owner, in rank
 // order, and copied by the others: every rank gets the same bits.
 //
-// What a peer reduces from (the reduce's contributions, the all-reduce's
-// input rounds) is written into the slots with non-temporal stores: the
-// reducer then reads it from memory instead of pulling each line out of
-// the writer's cache, which its reduction loop does slowly. Measured at
-// np=2 (medians of 6 alternating runs, chorus-bench reduce): 1.5-1.9x the
-// reduce with ordinary stores from 16 KiB to 4 MiB, 1.5-3.2x from 8 to
-// 64 MiB; the all-reduce 1.2-1.4x at 32-256 KiB. What peers only copy out
-// (the broadcast's and all-gather's rounds, the all-reduce's results) is
-// written normally: a string copy pulls lines from a peer's cache well,
-// and the copy gained nothing from streaming below 8 MiB.
+// Every chunk a rank publishes for its peers (the reduce's contributions,
+// the all-reduce's input rounds, the broadcast's and all-gather's rounds)
+// is written into its slot with non-temporal stores. With ordinary stores,
+// the writer's copy into a slot its peers read eight rounds before waits
+// for each line to be taken back from their caches, and a reducer pulls
+// each line out of the writer's cache slowly; streamed, the writer does
+// not read the slot's lines at all, and the readers read from memory.
+// Measured at np=2 (chorus-bench -c, medians of 3-6 alternating runs, a
+// 2-vCPU AMD EPYC VM): the reduce 1.5-1.9x the ordinary stores from 16 KiB
+// to 4 MiB and 1.5-3.2x from 8 to 64 MiB; the broadcast 3.5-6x at 16-64
+// MiB; the all-gather 2.5x. The all-reduce's results (its output rounds,
+// written by its reductions) go with ordinary stores.
+
 #include <algorithm>
 
 #include "coll/algorithm.h"
@@ -114,7 +117,7 @@ void publish_input(Schedule& s, const Plan& pl, size_t k, std::vector<StepId>& p
     for (int b = 0, slot = 0; b < a.size; ++b) {
         if (b == a.rank) continue;
         const Range r = pl.piece(b, k);
-        if (r.size()) {  // streamed: the owner reduces from it (see the file's comment)
+        if (r.size()) {  // streamed (see the file's comment)
             copies.push_back(s.copy(Region::slot(a.rank, a.slot_line + slot * pl.chunk * pl.es, round),
                                     Region(Buf::Send, r.begin * pl.es), r.size() * pl.es, {claim}));
             s.stream(copies.back());
@@ -251,14 +254,13 @@ Rounds rounds_of(const CollArgs& a, size_t most) {
 }
 
 // Claim round k, copy `bytes` of `src` into this rank's slot (none: an
-// empty publish), with non-temporal stores if `stream`, publish. Returns
-// the publish.
-StepId publish_chunk(Schedule& s, const CollArgs& a, uint32_t k, Region src, size_t bytes, Deps after,
-                     bool stream = false) {
+// empty publish) with non-temporal stores (see the file's comment),
+// publish. Returns the publish.
+StepId publish_chunk(Schedule& s, const CollArgs& a, uint32_t k, Region src, size_t bytes, Deps after) {
     const StepId claim = s.claim(k, after);
     if (!bytes) return s.publish_round(k, {claim});
     const StepId c = s.copy(Region::slot(a.rank, a.slot_line, k), src, bytes, {claim});
-    if (stream) s.stream(c);
+    s.stream(c);
     return s.publish_round(k, {c});
 }
 
@@ -307,7 +309,7 @@ std::unique_ptr<Schedule> build_pipeline_reduce(const CollArgs& a) {
             const Deps after = previous(pub, k);
             pub[k] = root ? s.claim(static_cast<uint32_t>(k), after)
                           : publish_chunk(s, a, static_cast<uint32_t>(k), Region(Buf::Send, k * r.chunk * es),
-                                          r.bytes_of(a.count, k), after, /*stream=*/true);
+                                          r.bytes_of(a.count, k), after);
         },
         [&](size_t k) {
             const uint32_t round = static_cast<uint32_t>(k);
