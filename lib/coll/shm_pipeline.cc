@@ -41,7 +41,10 @@
 // 2-vCPU AMD EPYC VM): the reduce 1.5-1.9x the ordinary stores from 16 KiB
 // to 4 MiB and 1.5-3.2x from 8 to 64 MiB; the broadcast 3.5-6x at 16-64
 // MiB; the all-gather 2.5x. The all-reduce's results (its output rounds,
-// written by its reductions) go with ordinary stores.
+// written by its reductions) go with ordinary stores. That holds for ranks
+// on cores of their own; ranks that share a core's caches (SMT siblings)
+// hand chunks over faster with ordinary stores: perf/chorus_handoff.cc
+// measures both on a host.
 
 #include <algorithm>
 
