@@ -30,6 +30,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "c_median.h"
+#include "core/config.h"
 #include "reduce/host_reducer.h"
 
 namespace {
@@ -55,14 +58,6 @@ void pin(int cpu) {
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     sched_setaffinity(0, sizeof set, &set);  // best effort
-}
-
-size_t parse_size(const char* s) {
-    char* end = nullptr;
-    size_t v = std::strtoull(s, &end, 10);
-    if (*end == 'K' || *end == 'k') v <<= 10;
-    if (*end == 'M' || *end == 'm') v <<= 20;
-    return v;
 }
 
 // The median microseconds of one message of `bytes`, `calls` times.
@@ -140,8 +135,7 @@ double run(size_t bytes, int calls, Reader reader, bool stream, bool rewrite) {
         }
     munmap(sh, sizeof(Shared));
     const size_t skip = us.size() / 10;  // warm-up
-    std::sort(us.begin() + static_cast<long>(skip), us.end());
-    return us[skip + (us.size() - skip) / 2];
+    return chorus_perf_median(us.data() + skip, static_cast<int>(us.size() - skip));
 }
 
 void usage() {
@@ -167,8 +161,13 @@ int main(int argc, char** argv) {
         if (a == "-m" && i + 1 < argc) {
             const std::string v = argv[++i];
             const size_t colon = v.find(':');
-            lo = parse_size(colon == std::string::npos ? v.c_str() : v.substr(0, colon).c_str());
-            hi = colon == std::string::npos ? lo : parse_size(v.substr(colon + 1).c_str());
+            try {
+                lo = chorus::parse_bytes(v.substr(0, colon), "-m");
+                hi = colon == std::string::npos ? lo : chorus::parse_bytes(v.substr(colon + 1), "-m");
+            } catch (const chorus::Error& e) {
+                std::fprintf(stderr, "chorus-handoff: %s\n", e.what());
+                return 2;
+            }
         } else if (a == "-i" && i + 1 < argc) {
             calls = std::atoi(argv[++i]);
         } else if (a == "-c") {

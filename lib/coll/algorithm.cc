@@ -83,12 +83,15 @@ bool beyond_caches(const CollArgs& a) {
 // 0.65-0.78x from 1 to 8 MiB. The model's copy rate is that of memory,
 // while these chunks are copied in the caches.
 constexpr size_t kPipelinedBcastBytes = size_t{128} << 10;
+bool small_pipelined_bcast(const CollArgs& a) {
+    return fits_pipeline(a) && a.message_bytes() <= kPipelinedBcastBytes;
+}
 bool pipelined_bcast(const CollArgs& a) {
-    return beyond_caches(a) || a.message_bytes() <= kPipelinedBcastBytes;
+    return beyond_caches(a) || small_pipelined_bcast(a);
 }
 // The one-sided broadcast, where the pipeline is not taken instead.
 bool one_sided_bcast(const CollArgs& a) {
-    return !(fits_pipeline(a) && a.message_bytes() <= kPipelinedBcastBytes);
+    return !small_pipelined_bcast(a);
 }
 // Every rank on one host, with publish slots (any message: blocks too large
 // for them go as messages).

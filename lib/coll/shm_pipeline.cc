@@ -110,6 +110,14 @@ Deps previous(const std::vector<StepId>& pub, size_t k) {
     return k ? Deps{pub[k - 1]} : Deps{};
 }
 
+// A copy into or out of a slot, with non-temporal stores if `stream` (a
+// chunk published for peers; a result when the message is large).
+StepId slot_copy(Schedule& s, Region dst, Region src, size_t bytes, Deps deps, bool stream) {
+    const StepId c = s.copy(dst, src, bytes, deps);
+    if (stream) s.stream(c);
+    return c;
+}
+
 // The input round of chunk k: chunk k of every block but this rank's, into
 // its slot (packed in block order), published; `published` by chunk.
 void publish_input(Schedule& s, const Plan& pl, size_t k, std::vector<StepId>& published) {
@@ -120,11 +128,9 @@ void publish_input(Schedule& s, const Plan& pl, size_t k, std::vector<StepId>& p
     for (int b = 0, slot = 0; b < a.size; ++b) {
         if (b == a.rank) continue;
         const Range r = pl.piece(b, k);
-        if (r.size()) {  // streamed (see the file's comment)
-            copies.push_back(s.copy(Region::slot(a.rank, a.slot_line + slot * pl.chunk * pl.es, round),
-                                    Region(Buf::Send, r.begin * pl.es), r.size() * pl.es, {claim}));
-            s.stream(copies.back());
-        }
+        if (r.size())  // streamed (see the file's comment)
+            copies.push_back(slot_copy(s, Region::slot(a.rank, a.slot_line + slot * pl.chunk * pl.es, round),
+                                       Region(Buf::Send, r.begin * pl.es), r.size() * pl.es, {claim}, true));
         ++slot;
     }
     published[k] = s.publish_round(round, copies);
@@ -143,14 +149,6 @@ StepId fold_in_rank_order(Schedule& s, const CollArgs& a, uint32_t round, Region
     for (int r = 2; r < a.size; ++r) last = s.reduce(dst, dst, operand(r), n, {last, ready(r)});
     if (a.op == CHORUS_AVG) last = s.divide(dst, n, a.size, {last});
     return last;
-}
-
-// A copy of a result out of a slot, with non-temporal stores when the
-// message is large.
-StepId copy_out(Schedule& s, Region dst, Region src, size_t bytes, Deps deps, bool stream) {
-    const StepId c = s.copy(dst, src, bytes, deps);
-    if (stream) s.stream(c);
-    return c;
 }
 
 // Reduce this rank's chunk k, in rank order, into `dst`; the reads of the
@@ -182,8 +180,8 @@ StepId gather_chunk(Schedule& s, const Plan& pl, size_t k, Deps before) {
         if (!r.size()) continue;
         std::vector<StepId> deps(before.begin(), before.end());
         if (b != a.rank) deps.push_back(s.await_round(b, round, before));
-        done.push_back(copy_out(s, Region(Buf::Recv, r.begin * pl.es), Region::slot(b, a.slot_line, round),
-                                r.size() * pl.es, deps, stream));
+        done.push_back(slot_copy(s, Region(Buf::Recv, r.begin * pl.es), Region::slot(b, a.slot_line, round),
+                                 r.size() * pl.es, deps, stream));
     }
     return s.release(round, done);
 }
@@ -262,9 +260,7 @@ Rounds rounds_of(const CollArgs& a, size_t most) {
 StepId publish_chunk(Schedule& s, const CollArgs& a, uint32_t k, Region src, size_t bytes, Deps after) {
     const StepId claim = s.claim(k, after);
     if (!bytes) return s.publish_round(k, {claim});
-    const StepId c = s.copy(Region::slot(a.rank, a.slot_line, k), src, bytes, {claim});
-    s.stream(c);
-    return s.publish_round(k, {c});
+    return s.publish_round(k, {slot_copy(s, Region::slot(a.rank, a.slot_line, k), src, bytes, {claim}, true)});
 }
 
 // One rank or an empty message: the root's copy at most, and the schedule
@@ -329,7 +325,7 @@ std::unique_ptr<Schedule> build_pipeline_reduce(const CollArgs& a) {
             });
             const StepId published = s.publish_round(round, {last});
             if (through_slot)
-                s.release(round, {published, copy_out(s, Region(Buf::Recv, off), dst, n * es, {last}, stream)});
+                s.release(round, {published, slot_copy(s, Region(Buf::Recv, off), dst, n * es, {last}, stream)});
             else
                 s.release(round, {published});
         });
@@ -360,11 +356,11 @@ std::unique_ptr<Schedule> build_pipeline_bcast(const CollArgs& a) {
             const size_t n = r.bytes_of(a.count, k), off = k * r.chunk * es;
             StepId done = pub[k];
             if (!root)
-                done = copy_out(s, Region(Buf::Recv, off), Region::slot(a.root, a.slot_line, round), n,
-                                {s.await_round(a.root, round, {pub[k]})}, stream);
+                done = slot_copy(s, Region(Buf::Recv, off), Region::slot(a.root, a.slot_line, round), n,
+                                 {s.await_round(a.root, round, {pub[k]})}, stream);
             else if (!a.in_place)
                 done =
-                    copy_out(s, Region(Buf::Recv, off), Region::slot(a.rank, a.slot_line, round), n, {pub[k]}, stream);
+                    slot_copy(s, Region(Buf::Recv, off), Region::slot(a.rank, a.slot_line, round), n, {pub[k]}, stream);
             s.release(round, {pub[k], done});
         });
     s.finalize();
@@ -405,8 +401,8 @@ std::unique_ptr<Schedule> build_pipeline_allgather(const CollArgs& a) {
             for (int q = 0; q < a.size; ++q) {
                 if (q == a.rank && a.in_place) continue;
                 const Deps ready = q == a.rank ? Deps{pub[k]} : Deps{s.await_round(q, round, {pub[k]})};
-                done.push_back(copy_out(s, Region(Buf::Recv, static_cast<size_t>(q) * bytes + off),
-                                        Region::slot(q, a.slot_line, round), n, ready, stream));
+                done.push_back(slot_copy(s, Region(Buf::Recv, static_cast<size_t>(q) * bytes + off),
+                                         Region::slot(q, a.slot_line, round), n, ready, stream));
             }
             s.release(round, done);
         });
