@@ -432,13 +432,26 @@ TEST_CASE("two ranks of one host choose as measured there: the slots to 4 KiB, t
         CHECK(choice(Collective::Allreduce, bytes) != "one_sided");
         CHECK(choice(Collective::Reduce, bytes) != "one_sided");
     }
-    // The broadcast: the slots' pipeline from a slot to 128 KiB (measured:
-    // 1.3-3.4x the one-sided one at 16-64 KiB), the one-sided one from
-    // 256 KiB to 16 MiB (1.3-1.5x the pipeline from 1 MiB).
-    for (size_t bytes : {size_t(16) << 10, size_t(64) << 10, size_t(128) << 10})
+    // The broadcast: the slots' pipeline at every size beyond a slot
+    // (measured: 1.3-3.4x the one-sided one at 16-64 KiB; from 256 KiB to
+    // 16 MiB 0.78-1.29x warm and 1.13-2.05x cold), which the cost model
+    // prices behind the one-sided one.
+    for (size_t bytes :
+         {size_t(16) << 10, size_t(64) << 10, size_t(128) << 10, size_t(256) << 10, size_t(1) << 20, size_t(16) << 20})
         CHECK(choice(Collective::Broadcast, bytes) == "shm_pipeline");
-    for (size_t bytes : {size_t(256) << 10, size_t(1) << 20, size_t(16) << 20})
-        CHECK(choice(Collective::Broadcast, bytes) == "one_sided");
+    // With more readers, the pipeline to 128 KiB and the one-sided
+    // broadcast from 256 KiB until the buffers exceed the caches.
+    for (int p : {3, 4}) {
+        auto wider = [&](size_t bytes) {
+            CollArgs a = args_for(Collective::Broadcast, p, bytes);
+            a.slot_bytes = 16368;
+            a.one_sided = true;
+            return std::string(sel.choose(a).algorithm->name);
+        };
+        INFO(p << " ranks");
+        for (size_t bytes : {size_t(16) << 10, size_t(128) << 10}) CHECK(wider(bytes) == "shm_pipeline");
+        for (size_t bytes : {size_t(256) << 10, size_t(1) << 20, size_t(16) << 20}) CHECK(wider(bytes) == "one_sided");
+    }
     for (Collective c :
          {Collective::Allgather, Collective::Allgatherv, Collective::Alltoall, Collective::Gather, Collective::Scatter})
         for (size_t bytes : {size_t(2048), size_t(c == Collective::Allgather ? 2048 : 4096)}) {
@@ -482,13 +495,20 @@ TEST_CASE("ranks that share memory take the slots' pipelines where the buffers e
             // Below the caches' size, the message-passing algorithms, but
             // for the reduce, whose root folds straight into its result
             // there (measured at np=2, 1-16 MiB: 1.3-2.1x the speed of
-            // reduce_scatter_gather).
+            // reduce_scatter_gather), and the broadcast with one reader; with
+            // two, the broadcast too takes the messages.
             for (size_t below : {size_t(1) << 20, size_t(8) << 20}) {
                 a = args_for(c, 2, below);
                 a.slot_bytes = 16368;
                 a.slot_line = 48;
                 INFO(below << " bytes");
-                REQUIRE((sel.choose(a).algorithm->name == std::string("shm_pipeline")) == (c == Collective::Reduce));
+                REQUIRE((sel.choose(a).algorithm->name == std::string("shm_pipeline")) ==
+                        (c == Collective::Reduce || c == Collective::Broadcast));
+                if (c != Collective::Broadcast) continue;
+                a = args_for(c, 3, below);
+                a.slot_bytes = 16368;
+                a.slot_line = 48;
+                REQUIRE(sel.choose(a).algorithm->name != std::string("shm_pipeline"));
             }
         }
 }
@@ -513,9 +533,15 @@ TEST_CASE("a broadcast is priced in place, as MPI_Bcast runs", "[unit][selector]
         const double copy_us = static_cast<double>(bytes) / (params.copy_gbs * 1e3);
         REQUIRE(out_of_place - in_place == Approx(copy_us).margin(params.local_alpha_us));
         // The selector prices it in place whatever the caller passed: the
-        // one-sided broadcast, where each rank copies half (measured at
-        // np=2, 1-16 MiB: 1.7-2x the speed of binomial and scatter-allgather).
+        // one-sided broadcast, where each rank copies (p - 1) / p of it
+        // (measured at np=2, 1-16 MiB: 1.7-2x the speed of binomial and
+        // scatter-allgather), with more than one reader (with one, the
+        // slots' pipeline is taken instead).
         Selector sel{params};
+        a = args_for(Collective::Broadcast, 3, bytes);
+        a.slot_bytes = 16368;
+        a.slot_line = 48;
+        a.one_sided = true;
         a.in_place = false;
         REQUIRE(sel.choose(a).algorithm == &os);
         a.root = 1;

@@ -75,16 +75,21 @@ bool beyond_caches(const CollArgs& a) {
     return a.cost && coll::beyond_caches(a, *a.cost);
 }
 // The broadcast through the slots' pipeline: from a slot up to
-// kPipelinedBcastBytes, and beyond the caches. Measured at np=2
-// (chorus-bench bcast -c, medians of 5 alternating runs, two sets; cold:
-// 3), against the one-sided broadcast the cost model prices ahead of it
-// there: 2.9-3.4x at 16 KiB, 1.9-2.2x at 32 KiB, 1.3-1.5x at 64 KiB,
-// 0.93-1.19x at 128 KiB (1.31x cold), 0.91-0.99x at 256 KiB (1.25x cold),
-// 0.65-0.78x from 1 to 8 MiB. The model's copy rate is that of memory,
-// while these chunks are copied in the caches.
+// kPipelinedBcastBytes, at every size with one reader (two ranks), and
+// beyond the caches. Against the one-sided broadcast the cost model prices
+// ahead of it (its copy rate is memory's, while these chunks are copied in
+// the caches), measured at np=2 (chorus-bench bcast -c, medians of 5
+// alternating runs; cold: --cold-cache): 2.9-3.4x at 16 KiB, 1.9-2.2x at
+// 32 KiB, 1.3-1.5x at 64 KiB, 0.93-1.19x at 128 KiB (1.31-1.56x cold);
+// from 256 KiB to 4 MiB 0.78-0.89x warm and 1.37-2.05x cold, at 8 MiB
+// 0.94x and 1.28x, at 16 MiB 1.29x and 1.13x: where one loses warm, the
+// other loses more cold, so with one reader the pipeline is taken at every
+// size (a call cannot tell whether its data is in a cache). Oversubscribed at np=3 and
+// 4 (three runs) the pipeline's readers wait on each other and the
+// one-sided broadcast is ahead from 512 KiB.
 constexpr size_t kPipelinedBcastBytes = size_t{128} << 10;
 bool small_pipelined_bcast(const CollArgs& a) {
-    return fits_pipeline(a) && a.message_bytes() <= kPipelinedBcastBytes;
+    return fits_pipeline(a) && (a.message_bytes() <= kPipelinedBcastBytes || a.size == 2);
 }
 bool pipelined_bcast(const CollArgs& a) {
     return beyond_caches(a) || small_pipelined_bcast(a);
