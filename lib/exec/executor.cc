@@ -56,6 +56,7 @@ void Executor::reset(const Schedule& schedule, Buffers buffers, uint64_t seq, De
     ready_local_.clear();
     ready_one_sided_.clear();
     awaiting_.clear();
+    await_next_ = 0;
     publishing_.clear();
     claiming_.clear();
     releasing_.clear();
@@ -265,9 +266,23 @@ bool Executor::poll_slots() {
     auto free = [&](const Step& st) { return transport_.slot_free(buffers_.slot_op + st.round); };
     take(claiming_, free, [&](StepId s) { finish(s); });
     take(publishing_, free, [&](StepId s) { publish(s); });
-    take(
-        awaiting_, [&](const Step& st) { return transport_.published(st.peer, buffers_.slot_op + st.round); },
-        [&](StepId s) { finish(s); });
+    // The awaits in turn from where the last turn stopped, up to the first
+    // whose peer has not published: a turn that finds nothing new reads one
+    // peer's flag, not every pending peer's (63 lines at 64 local ranks,
+    // each written by another core), and every await is read again within
+    // as many turns as there are awaits.
+    for (size_t seen = 0, n = awaiting_.size(); seen < n && !awaiting_.empty(); ++seen) {
+        if (await_next_ >= awaiting_.size()) await_next_ = 0;
+        const StepId s = awaiting_[await_next_];
+        if (!transport_.published(steps[s].peer, buffers_.slot_op + steps[s].round)) {
+            ++await_next_;
+            break;
+        }
+        awaiting_[await_next_] = awaiting_.back();
+        awaiting_.pop_back();
+        finish(s);
+        moved = true;
+    }
     return moved;
 }
 

@@ -164,6 +164,7 @@ private:
     };
     std::unique_ptr<char, FreeBounce> bounce_;  // a get that reduces reads a block at a time into it
     std::vector<StepId> awaiting_;              // await steps whose peer has not published yet
+    size_t await_next_ = 0;                     // the await poll_slots reads first
     std::vector<StepId> publishing_;            // publishes waiting for their slot to be free
     std::vector<StepId> claiming_;              // claims waiting for their slot to be free
     std::vector<StepId> releasing_;             // releases ready to run

@@ -197,6 +197,7 @@ void LoopbackTransport::publish(uint64_t n) {
 }
 
 bool LoopbackTransport::published(int rank, uint64_t n) {
+    ++hub_->flag_reads_;
     if (hub_->dead(rank)) fail(CHORUS_ERR_PEER_FAILED, "loopback: rank ", rank, " is dead");
     return hub_->published_[static_cast<size_t>(rank) * kSlots + n % kSlots].load() == n + 1;
 }

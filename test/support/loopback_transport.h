@@ -46,6 +46,8 @@ public:
     void enable_one_sided() { one_sided_ = true; }
     // Bytes copied by get() and put() so far.
     size_t one_sided_bytes() const { return one_sided_bytes_; }
+    // Publish flags read so far (Transport::published), by every rank.
+    size_t flag_reads() const { return flag_reads_; }
     // Emulated hosts: rank r on the host labelled labels[r] (as the
     // bootstrap would report them; the ranks still share this process).
     void emulate_hosts(std::vector<int> labels) { host_labels_ = std::move(labels); }
@@ -88,6 +90,7 @@ private:
     bool direct_ = false;
     bool one_sided_ = false;
     std::atomic<size_t> one_sided_bytes_{0};
+    std::atomic<size_t> flag_reads_{0};
     std::vector<int> host_labels_;
 };
 
