@@ -4,12 +4,16 @@
 // choice. No MPI, no network: it runs anywhere.
 //
 //   chorus-model [-c COLLECTIVE] [-p P1,P2,...] [-m MIN:MAX] [-T datatype] [--check] [-j THREADS]
-//                [-H HOSTS | -H HOSTSxRANKS | --layout N,N,...]
+//                [-H HOSTS | -H HOSTSxRANKS | --layout N,N,...] [--shm]
 //
 // Hosts: -H HOSTS spreads each rank count of -p over HOSTS hosts
 // (consecutive ranks, the first hosts one rank more where it does not
 // divide); -H 4096x8 is 4096 hosts of 8 ranks; --layout 2,1,1 gives each
 // host's ranks. Messages between hosts are priced by CHORUS_COST_NET_*.
+// --shm (one host): the ranks share memory as the shared-memory transport
+// lets them (publish slots, the single-copy steps, CHORUS_SHM_EAGER messages
+// through its rings), so the flat, pipelined and one-sided algorithms are
+// priced too; without it, one host's ranks are priced as over a network.
 //
 // The cost parameters come from the same CHORUS_COST_* settings the library
 // reads (see README); CHORUS_COST_MAX_STEPS defaults to 4 million here.
@@ -39,6 +43,7 @@
 #include "coll/cost_model.h"
 #include "coll/selector.h"
 #include "core/config.h"
+#include "net/shm/shm_segment.h"
 #include "reduce/datatype.h"
 
 using namespace chorus;
@@ -49,7 +54,7 @@ void usage() {
     std::fprintf(stderr,
                  "usage: chorus-model [-c COLLECTIVE|all] [-p RANKS,...] [-m MIN:MAX bytes, suffixes K M G]\n"
                  "                    [-T datatype] [--check] [-j THREADS]\n"
-                 "                    [-H HOSTS | -H HOSTSxRANKS_PER_HOST | --layout N,N,...]\n"
+                 "                    [-H HOSTS | -H HOSTSxRANKS_PER_HOST | --layout N,N,...] [--shm]\n"
                  "COLLECTIVE: allreduce bcast reduce reduce_scatter allgather allgatherv alltoall\n"
                  "            alltoallv gather gatherv scatter scatterv barrier\n"
                  "bytes: the message (allgather(v), gather(v): per rank; alltoall(v): per peer;\n"
@@ -57,6 +62,7 @@ void usage() {
                  "with equal blocks and skewed (rank 0's block holds the whole gathered message).\n"
                  "defaults: -c all -p 2,16,128,1024,4096 -m 8:1G -T float32, one host\n"
                  "--check: status 1 unless every choice is within 5%% of the best prediction\n"
+                 "--shm: one host whose ranks share memory (publish slots, single-copy steps)\n"
                  "-j: rows computed at once (default: one a core)\n"
                  "a prediction marked ~ simulated only some of the ranks (see README)\n");
 }
@@ -130,6 +136,11 @@ struct Miss {
 coll::CollArgs row_args(coll::Collective c, int p, chorus_datatype_t dt, size_t bytes, bool skewed,
                         const Config& config, const coll::CostParams& params) {
     coll::CollArgs args;
+    if (params.all_local) {  // --shm: what the shared-memory transport offers
+        args.slot_bytes = net::shm::kPubBytes;
+        args.slot_line = net::shm::kPubLine;
+        args.one_sided = true;
+    }
     args.coll = c;
     args.size = p;
     args.dtype = dt;
@@ -195,6 +206,7 @@ int main(int argc, char** argv) {
     size_t lo = 8, hi = size_t(1) << 30;
     chorus_datatype_t dt = CHORUS_FLOAT32;
     bool check = false;
+    bool shm = false;         // --shm
     int hosts = 0;            // -H HOSTS: each rank count spread over them
     std::vector<int> layout;  // --layout, or -H HOSTSxRANKS
     constexpr double kTolerance = 1.05;
@@ -209,6 +221,10 @@ int main(int argc, char** argv) {
             }
             if (a == "--check") {
                 check = true;
+                continue;
+            }
+            if (a == "--shm") {
+                shm = true;
                 continue;
             }
             if (i + 1 >= argc) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat("missing value after ", a));
@@ -261,6 +277,8 @@ int main(int argc, char** argv) {
             if (total > 1 << 20) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat(total, " ranks: at most 2^20"));
             ranks = {static_cast<int>(total)};
         }
+        if (shm && (!layout.empty() || hosts > 1))
+            throw Error(CHORUS_ERR_INVALID_ARGUMENT, "--shm is for one host: leave out -H and --layout");
         // The host map of a rank count (null: one host).
         auto hosts_for = [&](int p) -> std::shared_ptr<const coll::HostMap> {
             if (layout.empty() && hosts <= 1) return nullptr;
@@ -285,6 +303,10 @@ int main(int argc, char** argv) {
             for (int p : ranks) {
                 coll::CostParams params = config.cost;
                 params.hosts = hosts_for(p);
+                if (shm) {  // as the communicator prices a shared-memory transport
+                    params.all_local = true;
+                    params.eager_bytes = std::max(params.eager_bytes, config.shm_eager_bytes);
+                }
                 const std::string where = params.hosts ? params.hosts->describe() : cat(p, " ranks");
                 for (int skewed = 0; skewed <= (skews ? 1 : 0); ++skewed) {
                     std::printf("\n# %s%s, %s, %s\n# %10s", coll::collective_name(c),

@@ -3,6 +3,8 @@
 #   - the selector's choices pass --check on a small two-level layout;
 #   - the tables do not depend on how many threads compute them (-j);
 #   - sizes at which a rank's buffer would pass 1 TiB are left out, and said so;
+#   - --shm prices the shared-memory algorithms and takes the selector's
+#     choices for ranks that share memory;
 #   - bad command lines exit 2.
 #
 # Usage: test_model.sh CHORUS_MODEL
@@ -25,7 +27,7 @@ fail() {
 grep -q "^# check: 0 of" "$TMP/check" || fail "--check printed no summary"
 
 # The seconds each collective took are the only lines that may differ.
-for args in "-c all -H 4x2 -m 8:2M" "-c allreduce -H 8x4 -m 8:8M" "-c bcast --layout 3,1,2 -m 8:1M"; do
+for args in "-c all -H 4x2 -m 8:2M" "-c allreduce -H 8x4 -m 8:8M" "-c bcast --layout 3,1,2 -m 8:1M" "-c all --shm -p 4 -m 8:1M"; do
     # shellcheck disable=SC2086
     "$MODEL" $args -j 1 | grep -v '^# [a-z_]*: [0-9.]* s$' >"$TMP/one" || fail "$args -j 1: status $?"
     # shellcheck disable=SC2086
@@ -41,7 +43,17 @@ grep -q '^ *1G ' "$TMP/cap" && fail "the 1G row (a 4 TiB root buffer) was modell
 grep -q '1 larger sizes left out' "$TMP/cap" || fail "the row left out is not said: $(tail -3 "$TMP/cap")"
 "$MODEL" -c allreduce -p 4 -m 1G:1G | grep -q '^ *1G ' || fail "an all-reduce of 1 GiB is no larger a buffer than 1 GiB"
 
-for bad in "-j 0" "-j" "-c nothing" "-H 0"; do
+# One host sharing memory: the flat all-reduce for 8 bytes, the broadcast's
+# pipeline with one reader and the one-sided broadcast with more; without
+# --shm none of them is priced.
+"$MODEL" --shm -c allreduce -p 2,64 -m 8:8 >"$TMP/shm" || fail "--shm: status $?"
+[ "$(grep -c '^ *8 .* shm_flat$' "$TMP/shm")" -eq 2 ] || fail "--shm: 8 bytes not flat at 2 and 64 ranks: $(cat "$TMP/shm")"
+"$MODEL" --shm -c bcast -p 2,3 -m 1M:1M >"$TMP/shm" || fail "--shm bcast: status $?"
+grep -q '^ *1M .* shm_pipeline$' "$TMP/shm" || fail "--shm: 1 MiB broadcast on 2 ranks not pipelined"
+grep -q '^ *1M .* one_sided$' "$TMP/shm" || fail "--shm: 1 MiB broadcast on 3 ranks not one-sided"
+"$MODEL" -c allreduce -p 2 -m 8:8 | grep -q 'shm_flat$' && fail "without --shm the flat all-reduce was chosen"
+
+for bad in "-j 0" "-j" "-c nothing" "-H 0" "--shm -H 2" "--shm --layout 1,1"; do
     # shellcheck disable=SC2086
     "$MODEL" $bad >/dev/null 2>&1
     rc=$?
