@@ -196,6 +196,33 @@ TEST_CASE("one-sided reduce-scatter and all-gather over cross-memory attach", "[
     }
 }
 
+TEST_CASE("one-sided gather over cross-memory attach: every root, in and out of place", "[mpi][one_sided]") {
+    const int p = world_size(), me = world_rank();
+    TracedComm comm("gather", "gather");
+    for (auto dt : kTypes)
+        for (size_t count : counts_for(p))
+            for (int root = 0; root < p; ++root)
+                for (bool in_place : {false, true}) {
+                    const size_t w = ref::esize(dt), blk = count * w;
+                    std::vector<char> in(blk + 1), out(blk * p + 1, '\x5a'), want(blk * p + 1);
+                    for (int k = 0; k < p; ++k) ref::fill_input(dt, CHORUS_SUM, k, p, 26, want.data() + k * blk, count);
+                    ref::fill_input(dt, CHORUS_SUM, me, p, 26, in.data(), count);
+                    const void* send = in.data();
+                    if (in_place && me == root) {
+                        std::memcpy(out.data() + me * blk, in.data(), blk);
+                        send = out.data() + me * blk;
+                    }
+                    chorus_result_t rc = chorus_gather(send, out.data(), count, dt, root, comm.c, nullptr);
+                    INFO("dt " << dt << " count " << count << " root " << root << ": "
+                               << chorus_comm_last_error(comm.c));
+                    // The root holds every block; the others' buffers are untouched.
+                    const bool ok =
+                        me == root ? std::memcmp(out.data(), want.data(), blk * p) == 0 : out[0] == '\x5a' || blk == 0;
+                    REQUIRE(all_ranks(rc == CHORUS_SUCCESS && ok && out[blk * p] == '\x5a'));
+                }
+    if (p > 1) CHECK(comm.finish() > 0);
+}
+
 TEST_CASE("one-sided: buffers freed and mapped again at the same address between calls", "[mpi][one_sided]") {
     const int p = world_size(), me = world_rank();
     TracedComm comm("allreduce", "reuse");

@@ -277,6 +277,7 @@ const std::vector<Algorithm>& algorithms_for(Collective c) {
         {Collective::Gather, "linear", build_linear_gather, any},
         {Collective::Gather, "binomial", build_binomial_gather, any},
         {Collective::Gather, "shm_flat", build_flat_gather, slots},
+        {Collective::Gather, "one_sided", build_one_sided_gather, one_sided},
         {Collective::Gather, "two_level", build_two_level_gather, two_level},
     };
     static const std::vector<Algorithm> gatherv = {
