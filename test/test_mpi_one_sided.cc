@@ -223,6 +223,31 @@ TEST_CASE("one-sided gather over cross-memory attach: every root, in and out of 
     if (p > 1) CHECK(comm.finish() > 0);
 }
 
+TEST_CASE("one-sided scatter over cross-memory attach: every root, in and out of place", "[mpi][one_sided]") {
+    const int p = world_size(), me = world_rank();
+    TracedComm comm("scatter", "scatter");
+    for (auto dt : kTypes)
+        for (size_t count : counts_for(p))
+            for (int root = 0; root < p; ++root)
+                for (bool in_place : {false, true}) {
+                    const size_t w = ref::esize(dt), blk = count * w;
+                    // The root's buffer holds every rank's block; each rank
+                    // gets its own.
+                    std::vector<char> all(blk * p + 1, '\x5a'), out(blk + 1, '\x5a'), want(blk + 1, '\x5a');
+                    for (int k = 0; k < p; ++k) ref::fill_input(dt, CHORUS_SUM, k, p, 27, all.data() + k * blk, count);
+                    std::memcpy(want.data(), all.data() + me * blk, blk);
+                    void* recv = out.data();
+                    if (in_place && me == root) recv = all.data() + me * blk;
+                    chorus_result_t rc = chorus_scatter(all.data(), recv, count, dt, root, comm.c, nullptr);
+                    INFO("dt " << dt << " count " << count << " root " << root << ": "
+                               << chorus_comm_last_error(comm.c));
+                    const char* got = static_cast<const char*>(recv);
+                    REQUIRE(all_ranks(rc == CHORUS_SUCCESS && std::memcmp(got, want.data(), blk) == 0 &&
+                                      out[blk] == '\x5a'));
+                }
+    if (p > 1) CHECK(comm.finish() > 0);
+}
+
 TEST_CASE("one-sided: buffers freed and mapped again at the same address between calls", "[mpi][one_sided]") {
     const int p = world_size(), me = world_rank();
     TracedComm comm("allreduce", "reuse");

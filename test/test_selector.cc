@@ -442,7 +442,12 @@ TEST_CASE("two ranks of one host choose as measured there: the slots to 4 KiB, t
     // The gather: the one-sided one, where the others write their blocks
     // while the root copies its own (measured from 1 to 32 MiB: 1.1-1.4x
     // the binomial gather, whose root makes both copies).
-    for (size_t bytes : {size_t(1) << 20, size_t(4) << 20}) CHECK(choice(Collective::Gather, bytes) == "one_sided");
+    for (size_t bytes : {size_t(1) << 20, size_t(4) << 20}) {
+        CHECK(choice(Collective::Gather, bytes) == "one_sided");
+        // The scatter's one reader reads the binomial scatter's message
+        // with the same one copy (cross-memory attach): not one-sided.
+        CHECK(choice(Collective::Scatter, bytes) != "one_sided");
+    }
     // With more readers, the pipeline to 128 KiB and the one-sided
     // broadcast from 256 KiB until the buffers exceed the caches.
     for (int p : {3, 4}) {
@@ -454,6 +459,12 @@ TEST_CASE("two ranks of one host choose as measured there: the slots to 4 KiB, t
         };
         INFO(p << " ranks");
         for (size_t bytes : {size_t(16) << 10, size_t(128) << 10}) CHECK(wider(bytes) == "shm_pipeline");
+        // The scatter's readers all read at once (measured: 1.0-2.0x the
+        // binomial scatter at np=3-4 from 128 KiB to 4 MiB).
+        CollArgs sc = args_for(Collective::Scatter, p, size_t(1) << 20);
+        sc.slot_bytes = 16368;
+        sc.one_sided = true;
+        CHECK(sel.choose(sc).algorithm->name == std::string("one_sided"));
         for (size_t bytes : {size_t(256) << 10, size_t(1) << 20, size_t(16) << 20}) CHECK(wider(bytes) == "one_sided");
     }
     for (Collective c :

@@ -205,6 +205,7 @@ std::unique_ptr<Schedule> build_one_sided_reduce(const CollArgs& args);
 std::unique_ptr<Schedule> build_one_sided_reduce_scatter(const CollArgs& args);
 std::unique_ptr<Schedule> build_one_sided_allgather(const CollArgs& args);
 std::unique_ptr<Schedule> build_one_sided_gather(const CollArgs& args);
+std::unique_ptr<Schedule> build_one_sided_scatter(const CollArgs& args);
 // Two levels, hosts then ranks (CollArgs::hosts), two_level_*.cc: rails
 // for hosts of one size, leaders (or the root's host's representative) for
 // any layout.
