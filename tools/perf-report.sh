@@ -12,15 +12,23 @@
 # With SMALL=1: every collective (unless COLLECTIVES) at 4 B-4 KiB (unless
 # SIZES) against ob1 and pml-ucx only, printing the README's small-message
 # table (tools/small_summary.py); docs/perf is left as it is.
+# With LARGE=1: every collective but the barrier (unless COLLECTIVES) at
+# 64 KiB-64 MiB (unless SIZES) against ob1, each run once with warm caches
+# and once with --cold-cache, printing the README's table of both modes
+# (tools/large_summary.py); docs/perf is left as it is.
 # Usage: tools/perf-report.sh [BUILD_DIR]
-#   REPEAT=3 SIZES=4:64M COLLECTIVES="allreduce bcast reduce reduce_scatter allgather" SMALL=0
+#   REPEAT=3 SIZES=4:64M COLLECTIVES="allreduce bcast reduce reduce_scatter allgather" SMALL=0 LARGE=0
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/env.sh
 build=${1:-build}
 repeat=${REPEAT:-3}
 small=${SMALL:-0}
-if [ "$small" = 1 ]; then
+large=${LARGE:-0}
+if [ "$large" = 1 ]; then
+  sizes=${SIZES:-64K:64M}
+  colls=${COLLECTIVES:-"allreduce bcast reduce reduce_scatter allgather allgatherv alltoall alltoallv gather gatherv scatter scatterv"}
+elif [ "$small" = 1 ]; then
   sizes=${SIZES:-4:4K}
   colls=${COLLECTIVES:-"allreduce bcast reduce reduce_scatter allgather allgatherv alltoall alltoallv gather gatherv scatter scatterv barrier"}
 else
@@ -34,6 +42,11 @@ export MALLOC_PERTURB_=0
 for c in $colls; do
   for r in $(seq "$repeat"); do
     echo "== $c run $r/$repeat" >&2
+    if [ "$large" = 1 ]; then
+      mpirun -np 2 "${bench[@]}" "$c" -c -m "$sizes" --csv "$raw/$c.warm.$r.csv" > /dev/null
+      mpirun -np 2 "${bench[@]}" "$c" -c --cold-cache -m "$sizes" --csv "$raw/$c.cold.$r.csv" > /dev/null
+      continue
+    fi
     mpirun -np 2 "${bench[@]}" "$c" -c -m "$sizes" --csv "$raw/$c.ob1.$r.csv" > /dev/null
     mpirun -np 2 --mca pml ucx --mca pml_ucx_tls any "${bench[@]}" "$c" -c -m "$sizes" \
       --csv "$raw/$c.pml-ucx.$r.csv" > /dev/null
@@ -42,7 +55,9 @@ for c in $colls; do
       --csv "$raw/$c.hugetlb.$r.csv" > /dev/null
   done
 done
-if [ "$small" = 1 ]; then
+if [ "$large" = 1 ]; then
+  /usr/bin/python3 tools/large_summary.py "$raw"
+elif [ "$small" = 1 ]; then
   /usr/bin/python3 tools/small_summary.py "$raw"
 else
   /usr/bin/python3 tools/perf_summary.py "$raw" docs/perf
