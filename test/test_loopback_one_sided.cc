@@ -143,7 +143,9 @@ TEST_CASE("one-sided: a dead peer fails the operation on the ranks that need it"
     for (Collective coll : kAll) {
         const int p = 4, dead = 2;
         OneSidedGroup g(p, coll, false);
-        std::vector<std::vector<float>> in(p, std::vector<float>(40000, 1.0f)), out(p, std::vector<float>(160000));
+        // Inputs and outputs large enough for every collective: a scatter's
+        // root sends p blocks, a gather's receives them.
+        std::vector<std::vector<float>> in(p, std::vector<float>(160000, 1.0f)), out(p, std::vector<float>(160000));
         chorus::coll::CollArgs args;
         args.coll = coll;
         args.count = coll == Collective::ReduceScatter ? 10000 : 40000;

@@ -84,9 +84,9 @@ bool beyond_caches(const CollArgs& a) {
 // from 256 KiB to 4 MiB 0.78-0.89x warm and 1.37-2.05x cold, at 8 MiB
 // 0.94x and 1.28x, at 16 MiB 1.29x and 1.13x: where one loses warm, the
 // other loses more cold, so with one reader the pipeline is taken at every
-// size (a call cannot tell whether its data is in a cache). Oversubscribed at np=3 and
-// 4 (three runs) the pipeline's readers wait on each other and the
-// one-sided broadcast is ahead from 512 KiB.
+// size (a call cannot tell whether its data is in a cache). Oversubscribed
+// at np=3 and 4 (three runs) the pipeline's readers wait on each other and
+// the one-sided broadcast is ahead from 512 KiB.
 constexpr size_t kPipelinedBcastBytes = size_t{128} << 10;
 bool small_pipelined_bcast(const CollArgs& a) {
     return fits_pipeline(a) && (a.message_bytes() <= kPipelinedBcastBytes || a.size == 2);
@@ -99,11 +99,12 @@ bool one_sided_bcast(const CollArgs& a) {
     return !small_pipelined_bcast(a);
 }
 // The one-sided scatter, with more than one reader. Measured at np=3 and 4
-// (oversubscribed, chorus-bench scatter -c, two runs): 1.0-2.0x the
-// binomial scatter from 128 KiB to 4 MiB, the readers all copying at once.
-// With one reader the binomial scatter's one message is read by the same
-// single copy (the receiver's, cross-memory attach): at np=2 the one-sided
-// one was 0.93-1.18x warm and 0.80-0.96x cold from 512 KiB.
+// (oversubscribed, chorus-bench scatter -c, two runs): 1.1-2.0x the
+// binomial scatter at np=4 and 0.9-1.3x at np=3 from 128 KiB to 4 MiB, the
+// readers all copying at once. With one reader the binomial scatter's one
+// message is read by the same single copy (the receiver's, cross-memory
+// attach): at np=2 the one-sided one was 0.81-1.19x warm and 0.80-0.96x
+// cold from 512 KiB.
 bool one_sided_scatter(const CollArgs& a) {
     return a.size > 2;
 }
