@@ -88,15 +88,15 @@ bool beyond_caches(const CollArgs& a) {
 // at np=3 and 4 (three runs) the pipeline's readers wait on each other and
 // the one-sided broadcast is ahead from 512 KiB.
 constexpr size_t kPipelinedBcastBytes = size_t{128} << 10;
-bool small_pipelined_bcast(const CollArgs& a) {
+bool pipeline_over_one_sided_bcast(const CollArgs& a) {
     return fits_pipeline(a) && (a.message_bytes() <= kPipelinedBcastBytes || a.size == 2);
 }
 bool pipelined_bcast(const CollArgs& a) {
-    return beyond_caches(a) || small_pipelined_bcast(a);
+    return beyond_caches(a) || pipeline_over_one_sided_bcast(a);
 }
 // The one-sided broadcast, where the pipeline is not taken instead.
 bool one_sided_bcast(const CollArgs& a) {
-    return !small_pipelined_bcast(a);
+    return !pipeline_over_one_sided_bcast(a);
 }
 // The one-sided scatter, with more than one reader. Measured at np=3 and 4
 // (oversubscribed, chorus-bench scatter -c, two runs): 1.1-2.0x the
