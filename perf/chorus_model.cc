@@ -4,7 +4,7 @@
 // choice. No MPI, no network: it runs anywhere.
 //
 //   chorus-model [-c COLLECTIVE] [-p P1,P2,...] [-m MIN:MAX] [-T datatype] [--check] [-j THREADS]
-//                [-H HOSTS | -H HOSTSxRANKS | --layout N,N,...] [--shm]
+//                [-H HOSTS | -H HOSTSxRANKS | --layout N,N,...] [--shm] [--rma]
 //
 // Hosts: -H HOSTS spreads each rank count of -p over HOSTS hosts
 // (consecutive ranks, the first hosts one rank more where it does not
@@ -14,6 +14,9 @@
 // lets them (publish slots, the single-copy steps, CHORUS_SHM_EAGER messages
 // through its rings), so the flat, pipelined and one-sided algorithms are
 // priced too; without it, one host's ranks are priced as over a network.
+// --rma (hosts): the ranks reach each other's registered memory (UCX RMA,
+// which the library uses between hosts where UCX offers it), so the
+// one-sided algorithms are priced too.
 //
 // The cost parameters come from the same CHORUS_COST_* settings the library
 // reads (see README); CHORUS_COST_MAX_STEPS defaults to 4 million here.
@@ -50,11 +53,13 @@ using namespace chorus;
 
 namespace {
 
+bool g_rma = false;  // --rma
+
 void usage() {
     std::fprintf(stderr,
                  "usage: chorus-model [-c COLLECTIVE|all] [-p RANKS,...] [-m MIN:MAX bytes, suffixes K M G]\n"
                  "                    [-T datatype] [--check] [-j THREADS]\n"
-                 "                    [-H HOSTS | -H HOSTSxRANKS_PER_HOST | --layout N,N,...] [--shm]\n"
+                 "                    [-H HOSTS | -H HOSTSxRANKS_PER_HOST | --layout N,N,...] [--shm] [--rma]\n"
                  "COLLECTIVE: allreduce bcast reduce reduce_scatter allgather allgatherv alltoall\n"
                  "            alltoallv gather gatherv scatter scatterv barrier\n"
                  "bytes: the message (allgather(v), gather(v): per rank; alltoall(v): per peer;\n"
@@ -141,6 +146,7 @@ coll::CollArgs row_args(coll::Collective c, int p, chorus_datatype_t dt, size_t 
         args.slot_line = net::shm::kPubLine;
         args.one_sided = true;
     }
+    args.rma = g_rma && !args.one_sided;
     args.coll = c;
     args.size = p;
     args.dtype = dt;
@@ -225,6 +231,10 @@ int main(int argc, char** argv) {
             }
             if (a == "--shm") {
                 shm = true;
+                continue;
+            }
+            if (a == "--rma") {
+                g_rma = true;
                 continue;
             }
             if (i + 1 >= argc) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat("missing value after ", a));

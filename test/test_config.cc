@@ -75,8 +75,17 @@ TEST_CASE("config: shared memory, staging and rendezvous cost settings", "[unit]
     CHECK(c.always_stage);
     CHECK(c.cost.rendezvous_us == 0.0);
     CHECK(Config::from_strings({"CHORUS_SHM_EAGER=256K"}).shm_eager_bytes == 256 * 1024);
+    // One-sided access, and its price between hosts (0: not taken there).
+    CHECK(d.one_sided == chorus::OneSidedAccess::Auto);
+    CHECK(d.cost.net_rma_gbs == 0.0);
+    Config k = Config::from_strings({"CHORUS_ONE_SIDED=keys", "CHORUS_COST_NET_RMA_GBS=12.5"});
+    CHECK(k.one_sided == chorus::OneSidedAccess::Keys);
+    CHECK(k.cost.net_rma_gbs == 12.5);
+    CHECK(Config::from_strings({"CHORUS_ONE_SIDED=off"}).one_sided == chorus::OneSidedAccess::Off);
+    CHECK(k.protocol_settings().find("CHORUS_ONE_SIDED=keys") != std::string::npos);
     for (const char* bad : {"CHORUS_SHM_EAGER=257K", "CHORUS_SHM_EAGER=lots", "CHORUS_SHM_RENDEZVOUS=maybe",
-                            "CHORUS_STAGING=never", "CHORUS_COST_RNDV_US=-1"}) {
+                            "CHORUS_STAGING=never", "CHORUS_COST_RNDV_US=-1", "CHORUS_ONE_SIDED=cma",
+                            "CHORUS_COST_NET_RMA_GBS=-2"}) {
         INFO(bad);
         try {
             Config::from_strings({bad});

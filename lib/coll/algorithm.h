@@ -93,6 +93,7 @@ struct CollArgs {
     size_t slot_bytes = 0;            // room in a publish slot (0: the ranks share no memory)
     size_t slot_line = 0;             // the first offset in a slot at a cache line's start
     bool one_sided = false;           // every rank on one host, each reading the others' memory
+    bool rma = false;                 // otherwise: every rank reaching the others' registered memory (UCX RMA)
     // Which ranks share a host (null: one host), as every rank agrees
     // (topology.h); owned by the communicator, or whoever builds.
     const HostMap* hosts = nullptr;

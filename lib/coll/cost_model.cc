@@ -17,6 +17,7 @@ std::string CostParams::describe() const {
                           overhead_us, " us a message), link ", bandwidth_gbs, " GB/s (", memory_gbs, " beyond ",
                           cache_mib, " MiB buffers), reduce ", reduce_gbs, " GB/s, copy ", copy_gbs, " GB/s");
     out += cat("; between hosts alpha ", net_alpha_us, " us, link ", net_gbs, " GB/s a host");
+    if (net_rma_gbs > 0) out += cat(" (RMA ", net_rma_gbs, " GB/s)");
     if (hosts) out += cat("; ", hosts->describe());
     return out;
 }

@@ -75,7 +75,15 @@ struct CostParams {
     // ranks' ports and the sending and the receiving host's link, which all
     // the host's ranks share.
     double net_alpha_us = 20;
-    double net_gbs = 0.7;                  // per host link and direction
+    double net_gbs = 0.7;  // per host link and direction
+    // One-sided steps between hosts (UCX RMA through registration keys):
+    // the data crosses the links at net_rma_gbs, a round trip after the
+    // descriptor. 0: not priced, so the selector never takes a one-sided
+    // algorithm across hosts (CHORUS_ALGO still may): over TCP, UCX emulates
+    // RMA with messages that its peer's progress answers, and the one-sided
+    // gather at 2x2 on the virtual cluster ran at 0.3x the linear one. On
+    // an RDMA network, set it to the link's rate.
+    double net_rma_gbs = 0;
     std::shared_ptr<const HostMap> hosts;  // which ranks share a host; null: one host
     double reduce_gbs = 6.0;               // bytes of output per second of a reduction
     double copy_gbs = 8.0;                 // memcpy

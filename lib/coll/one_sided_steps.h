@@ -1,5 +1,6 @@
 // Shared pieces of the one-sided algorithms (every rank on one host, with
-// single-copy access to each other's buffers: CollArgs::one_sided). A rank
+// single-copy access to each other's buffers: CollArgs::one_sided; or every
+// rank reaching the others' registered memory: CollArgs::rma). A rank
 // exposes a region, its peer gets (reads) or puts (writes) it directly, one
 // copy between the two ranks' buffers, and a get that reduces touches each
 // remote byte once.
@@ -34,7 +35,7 @@ inline uint32_t os_tag(uint32_t phase, int reader, size_t piece) {
 
 // Whether the one-sided algorithms take these arguments.
 inline bool os_supported(const CollArgs& a) {
-    return a.one_sided && a.size <= kOsMaxRanks;
+    return (a.one_sided || a.rma) && a.size <= kOsMaxRanks;
 }
 
 class OsBuilder {

@@ -290,13 +290,6 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
         const bool rings = p.all_local && x.bytes <= p.eager_bytes;
         return us(x.bytes, p.bandwidth_gbs) + (rings ? us(x.bytes, p.copy_gbs) : 0);
     };
-    // A get or put: the copy on its own rank's CPU, once the descriptor of
-    // the expose (sent at `exposed`) has arrived; returns when it is done.
-    auto copy_one_sided = [&](Node& x, double exposed) {
-        const double start = std::max({exposed + p.local_alpha_us, x.ready, cpu[x.owner]});
-        cpu[x.owner] = start + p.get_us + us(x.bytes, x.reduces ? p.get_reduce_gbs : p.get_gbs);
-        return cpu[x.owner];
-    };
     auto one_sided = [](const Node& x) {
         const StepKind k = static_cast<StepKind>(x.kind);
         return k == StepKind::Expose || k == StepKind::Get || k == StepKind::Put;
@@ -317,6 +310,33 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
     auto take_in = [&](const Node& x, double until) {
         in[x.owner] = until + p.overhead_us;
         if (x.remote) link_in[host_[x.owner]] = until;
+    };
+    // A get or put: the copy on its own rank's CPU, once the descriptor of
+    // the expose (sent at `exposed`) has arrived; returns when it is done.
+    // Between hosts (UCX RMA through registration keys) the data crosses
+    // the links at net_rma_gbs (never, when 0: CostParams), a round trip
+    // after the descriptor arrives (the request, then the data), and a get
+    // that reduces lands it and then reduces it on the reader's CPU.
+    auto copy_one_sided = [&](Node& x, double exposed) {
+        if (x.remote) {
+            if (p.net_rma_gbs <= 0) return std::numeric_limits<double>::infinity();
+            const bool puts = static_cast<StepKind>(x.kind) == StepKind::Put;
+            const double start = std::max({exposed + p.net_alpha_us, x.ready, puts ? free_out(x) : free_in(x)});
+            const double w = us(x.bytes, std::min(p.net_rma_gbs, p.net_gbs));
+            if (puts)
+                take_out(x, start + w);
+            else
+                take_in(x, start + w);
+            double t = start + p.net_alpha_us + w;
+            if (x.reduces) {
+                t = std::max(t, cpu[x.owner]) + us(x.bytes, p.reduce_gbs);
+                cpu[x.owner] = t;
+            }
+            return t;
+        }
+        const double start = std::max({exposed + p.local_alpha_us, x.ready, cpu[x.owner]});
+        cpu[x.owner] = start + p.get_us + us(x.bytes, x.reduces ? p.get_reduce_gbs : p.get_gbs);
+        return cpu[x.owner];
     };
     auto complete = [&](uint32_t s, double t) {
         nodes_[s].state = kFinished;
@@ -376,7 +396,10 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
             return park(s, y);
         }
         if (y == kNone && one_sided(x)) {  // a rank not simulated gets or puts at once
-            const double t = x.ready + 2 * p.local_alpha_us + p.get_us + us(x.bytes, p.get_gbs);
+            const double t = x.remote ? (p.net_rma_gbs <= 0 ? std::numeric_limits<double>::infinity()
+                                                            : x.ready + 3 * p.net_alpha_us +
+                                                                  us(x.bytes, std::min(p.net_rma_gbs, p.net_gbs)))
+                                      : x.ready + 2 * p.local_alpha_us + p.get_us + us(x.bytes, p.get_gbs);
             complete(s, t);
             if (x.lockstep == kAwaited) happened(s, x.ready);
             return;
@@ -399,7 +422,7 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
             // The reader (or writer) copies; the expose is done a reply later.
             const double t = copy_one_sided(b, a.ready);
             complete(rcv, t);
-            complete(snd, t + p.local_alpha_us);
+            complete(snd, t + (b.remote ? p.net_alpha_us : p.local_alpha_us));
             if (a.lockstep == kAwaited) happened(snd, a.ready);
             return;
         }

@@ -122,7 +122,7 @@ const Algorithm& phase_algorithm(const CollArgs& sa, PhaseLink link) {
     if (!sa.cost || sa.size <= 1) return fixed_phase_algorithm(sa);
     // Composer::phase_args leaves these off: the group shares no publish
     // slots, exposes no memory and has one link class.
-    if (sa.hosts || sa.slot_bytes || sa.one_sided)
+    if (sa.hosts || sa.slot_bytes || sa.one_sided || sa.rma)
         fail(CHORUS_ERR_INTERNAL, "two-level: a phase with slots, one-sided steps or a host map");
     const PhaseKey key{numbers(*sa.cost), static_cast<int>(link), Selector::choice_key(sa), sa.chunk_bytes, sa.depth,
                        sa.tag_bits};

@@ -78,8 +78,10 @@ std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm) {
         fail(CHORUS_ERR_CONFIG, "settings that change the protocol must be the same on every rank: ", differ);
     set_log_level(config.log_level);
 
-    std::unique_ptr<net::Transport> transport = std::make_unique<net::UcxTransport>(*boot, config.peer_errors);
-    transport = net::ShmTransport::create(*boot, std::move(transport), config.shm_eager_bytes, config.shm_rendezvous);
+    std::unique_ptr<net::Transport> transport =
+        std::make_unique<net::UcxTransport>(*boot, config.peer_errors, config.one_sided != OneSidedAccess::Off);
+    transport = net::ShmTransport::create(*boot, std::move(transport), config.shm_eager_bytes, config.shm_rendezvous,
+                                          config.one_sided == OneSidedAccess::Auto);
     std::unique_ptr<Communicator> c;
     net::allgather_agreed(*boot, [&] {
         if (config.inject == "create")
@@ -115,7 +117,10 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
     if (rank() == 0) {
         log(LogLevel::Debug, 0, "communicator of ", size(), " ranks (", transport_->local_ranks(),
             " on this host) over ", transport_->name(), "; ", config_.describe());
-        log(LogLevel::Info, 0, hosts_->describe());
+        log(LogLevel::Info, 0, hosts_->describe(), "; one-sided steps: ",
+            transport_->one_sided() ? "in place (cross-memory attach)"
+            : transport_->rma()     ? "through registration keys (UCX RMA)"
+                                    : "none");
         for (const auto& name : config_.unknown) log(LogLevel::Warn, 0, "unknown setting ", name, " ignored");
     }
 }
@@ -154,6 +159,9 @@ void Communicator::fill(coll::CollArgs& args) const {
     args.slot_bytes = transport_->slot_bytes();
     args.slot_line = transport_->slot_line();
     args.one_sided = transport_->one_sided();
+    // Keyed access (UCX RMA) where cross-memory attach is not offered: the
+    // same steps, the data reached through registered memory.
+    args.rma = !args.one_sided && transport_->rma();
     args.hosts = hosts_.get();
 }
 

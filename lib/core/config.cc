@@ -198,6 +198,22 @@ const std::vector<Setting> kSettings = {
     {"CHORUS_SHM_RENDEZVOUS", true,
      [](Config& c, const std::string& n, const std::string& v) { c.shm_rendezvous = parse_flag(n, v); },
      [](const Config& c) { return std::string(c.shm_rendezvous ? "1" : "0"); }},
+    {"CHORUS_ONE_SIDED", true,
+     [](Config& c, const std::string& n, const std::string& v) {
+         if (v == "auto")
+             c.one_sided = OneSidedAccess::Auto;
+         else if (v == "keys")
+             c.one_sided = OneSidedAccess::Keys;
+         else if (v == "off")
+             c.one_sided = OneSidedAccess::Off;
+         else
+             fail(CHORUS_ERR_CONFIG, n, "='", v, "': expected auto, keys or off");
+     },
+     [](const Config& c) {
+         return std::string(c.one_sided == OneSidedAccess::Auto   ? "auto"
+                            : c.one_sided == OneSidedAccess::Keys ? "keys"
+                                                                  : "off");
+     }},
     {"CHORUS_STAGING", false,
      [](Config& c, const std::string& n, const std::string& v) {
          if (v != "auto" && v != "always") fail(CHORUS_ERR_CONFIG, n, "='", v, "': expected auto or always");
@@ -250,6 +266,8 @@ const std::vector<Setting> kSettings = {
     {"CHORUS_COST_NET_ALPHA_US", true, parse_cost<&coll::CostParams::net_alpha_us, false>,
      show_cost<&coll::CostParams::net_alpha_us>},
     {"CHORUS_COST_NET_GBS", true, parse_cost<&coll::CostParams::net_gbs, false>, show_cost<&coll::CostParams::net_gbs>},
+    {"CHORUS_COST_NET_RMA_GBS", true, parse_cost<&coll::CostParams::net_rma_gbs, true>,
+     show_cost<&coll::CostParams::net_rma_gbs>},
     {"CHORUS_COST_CACHE_MIB", true, parse_cost<&coll::CostParams::cache_mib, false>,
      show_cost<&coll::CostParams::cache_mib>},
     {"CHORUS_COST_MEMORY_GBS", true, parse_cost<&coll::CostParams::memory_gbs, false>,

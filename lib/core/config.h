@@ -21,6 +21,12 @@ namespace chorus {
 // libchorus_mpi's policy (CHORUS_MPI_INTERCEPT).
 enum class InterceptPolicy { Faster, All, Device, None };
 
+// The one-sided steps' access to peers' memory (CHORUS_ONE_SIDED): `auto`
+// cross-memory attach when every rank is on one host, UCX RMA with
+// registration keys otherwise; `keys` UCX RMA even on one host; `off` none
+// (no one-sided algorithms).
+enum class OneSidedAccess { Auto, Keys, Off };
+
 struct Config {
     LogLevel log_level = LogLevel::Warn;      // CHORUS_LOG
     size_t chunk_bytes = 256 * 1024;          // CHORUS_CHUNK_BYTES: pipeline chunk
@@ -33,7 +39,8 @@ struct Config {
     bool check = false;                       // CHORUS_CHECK: compare arguments across ranks first
     size_t shm_eager_bytes = 8192;            // CHORUS_SHM_EAGER: largest message through Chorus's shared memory
     bool shm_rendezvous = true;               // CHORUS_SHM_RENDEZVOUS: larger ones on a host by Chorus's rendezvous
-    bool always_stage = false;                // CHORUS_STAGING=always: stage device buffers even if UCX has CUDA
+    OneSidedAccess one_sided = OneSidedAccess::Auto;  // CHORUS_ONE_SIDED
+    bool always_stage = false;  // CHORUS_STAGING=always: stage device buffers even if UCX has CUDA
     InterceptPolicy intercept = InterceptPolicy::Faster;  // CHORUS_MPI_INTERCEPT
     bool mpi_stage_all = false;                           // CHORUS_MPI_STAGING=all: host buffers copied too
     coll::CostParams cost;                                // CHORUS_COST_*

@@ -79,6 +79,10 @@ void Executor::reset(const Schedule& schedule, Buffers buffers, uint64_t seq, De
     }
     const auto& steps = sched_->steps();
     if (sched_->has_one_sided()) os_.assign(steps.size(), OneSided{});
+    // Keyed access where cross-memory attach is not offered (the same on
+    // every rank: both are decided at creation).
+    keyed_.clear();
+    if (sched_->has_one_sided() && !transport_.one_sided() && transport_.rma()) keyed_.resize(steps.size());
     remaining_.resize(steps.size());
     completed_ = done;
     for (StepId s = 0; s < steps.size(); ++s) {
@@ -96,6 +100,7 @@ Executor::~Executor() {
 void Executor::abort() {
     for (auto& f : inflight_) transport_.cancel(f.handle);
     if (!inflight_.empty()) transport_.wait_cancelled();
+    for (StepId s = 0; s < keyed_.size(); ++s) os_release(s);
     // Nothing queued on the device may still write into buffers that go
     // back to their pools.
     if ((dev_.on_device && !finished_) || queued_head_ < queued_.size()) dev_.device->drain();

@@ -82,8 +82,9 @@ public:
 private:
     // The messages of a one-sided step (executor_one_sided.cc): its
     // descriptor, the reply, and the data itself when it travels as a
-    // message (device memory); None for a send or a receive step.
-    enum class Part : uint8_t { None, Desc, Reply, Data, Reduced };
+    // message (device memory), the keyed get or put itself (Access: UCX
+    // RMA); None for a send or a receive step.
+    enum class Part : uint8_t { None, Desc, Reply, Data, Reduced, Access };
     struct InFlight {
         StepId step;
         net::Handle handle;
@@ -111,6 +112,21 @@ private:
         uint64_t reply = 0;
         int pending = 0;
     };
+    // With keyed access (UCX RMA), the descriptor also carries the exposed
+    // region's key, and the exposer holds its registration until the peer
+    // replies.
+    struct KeyedDesc {
+        uint64_t desc[4];  // address, bytes, mode, the key's bytes
+        char key[net::Transport::kMaxKey];
+    };
+    struct Keyed {
+        KeyedDesc msg;
+        uint64_t region = 0;  // the registration held, or 0
+    };
+    // The descriptor's message of step s.
+    void* desc_of(StepId s) { return keyed_.empty() ? static_cast<void*>(os_[s].desc) : &keyed_[s].msg; }
+    size_t desc_bytes() const { return keyed_.empty() ? sizeof(OneSided::desc) : sizeof(KeyedDesc); }
+    void os_release(StepId s);
     struct FinalCopy {
         void* dst;
         const void* src;
@@ -131,6 +147,7 @@ private:
     void os_start(StepId s);
     void os_done(StepId s, Part part);
     void os_copy(StepId s, uint64_t remote);
+    void os_access(StepId s);  // keyed: the get or put through the transport
     void os_message(StepId s, Part part, bool is_send, void* buf, size_t bytes);
     void transfer_done(const InFlight& f);
     void queued_done(const Queued& q);
@@ -159,6 +176,7 @@ private:
     std::vector<StepId> ready_local_;
     std::vector<StepId> ready_one_sided_;
     std::vector<OneSided> os_;  // per step, when the schedule has one-sided steps
+    std::vector<Keyed> keyed_;  // per step, when they use keyed access
     struct FreeBounce {
         void operator()(char* p) const;
     };

@@ -7,6 +7,13 @@
 // reads a block at a time into a small buffer that stays in cache and
 // reduces it into place at once, so every remote byte is touched once.
 //
+// With keyed access (UCX RMA: between hosts, where cross-memory attach is
+// not offered) the exposer registers the region and its descriptor carries
+// the key; the reader's get or put goes through the transport and completes
+// later (a get that reduces lands in scratch and reduces from there), then
+// the reply; the exposer gives its registration back when the reply comes
+// (or when the operation is aborted).
+//
 // Device memory on either side is never reached in place: an exposer whose
 // buffers are on the device says so in its descriptor, and a reader whose
 // buffers are on the device does not read in place either; the reply then
@@ -29,6 +36,7 @@ namespace {
 // Descriptor: desc[0] the address, desc[1] the bytes, desc[2] the mode.
 constexpr uint64_t kInPlace = 1;    // read or write the region where it is
 constexpr uint64_t kByMessage = 2;  // it travels as a message
+constexpr uint64_t kKeyed = 3;      // reach it with the key that follows (UCX RMA)
 // Replies.
 constexpr uint64_t kDone = 1;  // the reader or writer is done with the region
 constexpr uint64_t kPush = 2;  // send me the region's contents
@@ -57,21 +65,55 @@ void Executor::os_start(StepId s) {
     o.reply = 0;
     if (st.kind != StepKind::Expose) {
         o.pending = 1;  // the descriptor, then the reply
-        os_message(s, Part::Desc, false, o.desc, sizeof o.desc);
+        os_message(s, Part::Desc, false, desc_of(s), desc_bytes());
         return;
     }
-    o.desc[0] = dev_.on_device ? 0 : reinterpret_cast<uint64_t>(resolve(st.src));
-    o.desc[1] = st.bytes;
-    o.desc[2] = dev_.on_device ? kByMessage : kInPlace;
+    uint64_t* desc = keyed_.empty() ? o.desc : keyed_[s].msg.desc;
+    desc[0] = dev_.on_device ? 0 : reinterpret_cast<uint64_t>(resolve(st.src));
+    desc[1] = st.bytes;
+    desc[2] = dev_.on_device ? kByMessage : kInPlace;
+    if (!keyed_.empty() && !dev_.on_device) {
+        // Registered (or found registered) now; a region that cannot be
+        // travels as a message.
+        Keyed& k = keyed_[s];
+        desc[3] = transport_.rma_register(resolve(st.src), st.bytes, k.msg.key, &k.region);
+        desc[2] = desc[3] ? kKeyed : kByMessage;
+    }
     o.pending = 2;  // the descriptor's send and the reply
     os_message(s, Part::Reply, false, &o.reply, sizeof o.reply);
-    os_message(s, Part::Desc, true, o.desc, sizeof o.desc);
+    os_message(s, Part::Desc, true, desc_of(s), desc_bytes());
+}
+
+void Executor::os_release(StepId s) {
+    if (keyed_.empty() || !keyed_[s].region) return;
+    transport_.rma_release(keyed_[s].region);
+    keyed_[s].region = 0;
+}
+
+void Executor::os_access(StepId s) {
+    const Step& st = sched_->steps()[s];
+    const KeyedDesc& d = keyed_[s].msg;
+    if (d.desc[3] > sizeof d.key)
+        fail(CHORUS_ERR_INTERNAL, "one-sided: rank ", st.peer, " sent a key of ", d.desc[3], " bytes");
+    net::Handle h;
+    if (st.kind == StepKind::Put) {
+        h = transport_.rma_put(st.peer, d.desc[0], resolve(st.src), st.bytes, d.key, d.desc[3]);
+    } else {
+        // A get that reduces lands the data where a message would (scratch),
+        // then reduces it into place.
+        h = transport_.rma_get(st.peer, resolve(st.count ? st.src : st.dst), d.desc[0], st.bytes, d.key, d.desc[3]);
+    }
+    if (h)
+        inflight_.push_back({s, h, nullptr, Part::Access, true});
+    else
+        os_done(s, Part::Access);
 }
 
 void Executor::os_done(StepId s, Part part) {
     const Step& st = sched_->steps()[s];
     OneSided& o = os_[s];
     if (st.kind == StepKind::Expose && part == Part::Reply) {
+        os_release(s);  // the peer is done with the region (or has it sent)
         if (o.reply == kPush || o.reply == kPull) {
             ++o.pending;
             transfer(s, Part::Data, o.reply == kPush, resolve(st.src));
@@ -79,10 +121,15 @@ void Executor::os_done(StepId s, Part part) {
             fail(CHORUS_ERR_INTERNAL, "one-sided: bad reply ", o.reply, " from rank ", st.peer);
         }
     } else if (st.kind != StepKind::Expose && part == Part::Desc) {
-        if (o.desc[1] != st.bytes)
-            fail(CHORUS_ERR_MISMATCH, "one-sided: rank ", st.peer, " exposes ", o.desc[1], " bytes, this rank ",
+        const uint64_t* desc = keyed_.empty() ? o.desc : keyed_[s].msg.desc;
+        if (desc[1] != st.bytes)
+            fail(CHORUS_ERR_MISMATCH, "one-sided: rank ", st.peer, " exposes ", desc[1], " bytes, this rank ",
                  st.kind == StepKind::Get ? "reads " : "writes ", st.bytes);
-        if (o.desc[2] == kInPlace && !dev_.on_device) {
+        if (desc[2] == kKeyed && !dev_.on_device) {
+            os_access(s);
+            return;
+        }
+        if (desc[2] == kInPlace && !dev_.on_device && keyed_.empty()) {
             os_copy(s, o.desc[0]);
             o.reply = kDone;
             os_message(s, Part::Reply, true, &o.reply, sizeof o.reply);
@@ -94,6 +141,18 @@ void Executor::os_done(StepId s, Part part) {
         os_message(s, Part::Reply, true, &o.reply, sizeof o.reply);
         char* buf = get ? resolve(st.count ? st.src : st.dst) : resolve(st.src);
         transfer(s, Part::Data, !get, buf);
+        return;
+    } else if (part == Part::Access) {
+        // The keyed get or put is done: reduce what a get landed, then
+        // tell the exposer.
+        if (st.kind == StepKind::Get && st.count) {
+            const char* landed = resolve(st.src);
+            const char* local = resolve(st.src2);
+            host_reduce(sched_->dtype(), sched_->op(), resolve(st.dst), st.remote_first ? landed : local,
+                        st.remote_first ? local : landed, st.count);
+        }
+        o.reply = kDone;
+        os_message(s, Part::Reply, true, &o.reply, sizeof o.reply);
         return;
     } else if (st.kind == StepKind::Get && st.count && part == Part::Data) {
         // The data landed in scratch: reduce it into place.

@@ -114,6 +114,29 @@ public:
     virtual void get(int peer, void* dst, uint64_t remote, size_t bytes);
     virtual void put(int peer, uint64_t remote, const void* src, size_t bytes);
 
+    // Remote memory access with registration keys (UCX RMA: RDMA between
+    // hosts, UCX's own single-copy transports inside one), when every rank
+    // may reach every other's registered memory (the same on every rank:
+    // decided at creation). rma_register() registers a region (a cache keeps
+    // registrations across calls; one whose memory the program unmaps is
+    // dropped) and writes the key a peer needs into `key` (room for
+    // kMaxKey bytes); it returns the key's bytes, or 0 when the region
+    // cannot be registered (its data then travels as messages), and sets
+    // `*region`, which rma_release() gives back once the peers are done.
+    // rma_get() and rma_put() return a handle that test() completes once the
+    // data has landed (a put: in the peer's memory), or nullptr if it
+    // already has; they throw Error (CHORUS_ERR_PEER_FAILED when the peer
+    // is gone).
+    static constexpr size_t kMaxKey = 512;
+    virtual bool rma() const { return false; }
+    virtual size_t rma_register(void* addr, size_t bytes, void* key, uint64_t* region) {
+        (void)addr, (void)bytes, (void)key, (void)region;
+        return 0;
+    }
+    virtual void rma_release(uint64_t region) { (void)region; }
+    virtual Handle rma_get(int peer, void* dst, uint64_t remote, size_t bytes, const void* key, size_t key_bytes);
+    virtual Handle rma_put(int peer, uint64_t remote, const void* src, size_t bytes, const void* key, size_t key_bytes);
+
     // Progress the notices sent so far until they have left (a connection
     // may have to be made first), for at most `ms` milliseconds: this rank
     // may not come back to the library for a long time.

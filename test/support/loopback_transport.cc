@@ -14,6 +14,11 @@ struct Slot {
     int peer = -1;
     size_t expected = 0;
     size_t got = 0;
+    // A keyed get or put: copied on its second test.
+    bool rma = false;
+    int tests = 0;
+    void* to = nullptr;
+    const void* from = nullptr;
 };
 
 LoopbackHub::LoopbackHub(int size, bool rendezvous)
@@ -70,6 +75,80 @@ void LoopbackTransport::put(int peer, uint64_t remote, const void* src, size_t b
     hub_->one_sided_bytes_ += bytes;
 }
 
+size_t LoopbackHub::rma_registered() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return registrations_.size();
+}
+
+size_t LoopbackHub::rma_held() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t n = 0;
+    for (const auto& r : registrations_) n += r.held;
+    return n;
+}
+
+size_t LoopbackTransport::rma_register(void* addr, size_t bytes, void* key, uint64_t* region) {
+    if (!hub_->rma_) return Transport::rma_register(addr, bytes, key, region);
+    if (hub_->is_device_ && hub_->is_device_(addr)) fail(CHORUS_ERR_INTERNAL, "loopback: registering device memory");
+    std::lock_guard<std::mutex> lock(hub_->mutex_);
+    const uintptr_t b = reinterpret_cast<uintptr_t>(addr);
+    hub_->registrations_.push_back({rank_, b, b + bytes, true});
+    const uint64_t k = hub_->registrations_.size();
+    std::memcpy(key, &k, sizeof k);
+    *region = k;
+    return sizeof k;
+}
+
+void LoopbackTransport::rma_release(uint64_t region) {
+    std::lock_guard<std::mutex> lock(hub_->mutex_);
+    if (region == 0 || region > hub_->registrations_.size() || !hub_->registrations_[region - 1].held ||
+        hub_->registrations_[region - 1].owner != rank_)
+        fail(CHORUS_ERR_INTERNAL, "loopback: rank ", rank_, " releases registration ", region, ", not held by it");
+    hub_->registrations_[region - 1].held = false;
+}
+
+Handle LoopbackTransport::rma(int peer, void* dst, const void* src, uint64_t remote, size_t bytes, const void* key,
+                              size_t key_bytes, bool is_get) {
+    if (!hub_->rma_) fail(CHORUS_ERR_INTERNAL, "loopback: keyed access without rma");
+    if (hub_->dead(peer)) fail(CHORUS_ERR_PEER_FAILED, "loopback: keyed access to dead rank ", peer);
+    if (hub_->is_device_ && hub_->is_device_(is_get ? dst : src))
+        fail(CHORUS_ERR_INTERNAL, "loopback: keyed access from device memory");
+    uint64_t k = 0;
+    if (key_bytes != sizeof k) fail(CHORUS_ERR_INTERNAL, "loopback: a key of ", key_bytes, " bytes");
+    std::memcpy(&k, key, sizeof k);
+    {
+        std::lock_guard<std::mutex> lock(hub_->mutex_);
+        // The key must be the peer's and cover the range, and its owner
+        // must hold it still (unless a failure elsewhere made the owner
+        // abort: registrations outlive a release, as UCX's cache keeps them).
+        if (k == 0 || k > hub_->registrations_.size())
+            fail(CHORUS_ERR_INTERNAL, "loopback: unknown key ", k, " from rank ", peer);
+        const auto& reg = hub_->registrations_[k - 1];
+        bool any_dead = false;
+        for (bool d : hub_->dead_) any_dead = any_dead || d;
+        if (reg.owner != peer || (!reg.held && !any_dead) || remote < reg.begin || remote + bytes > reg.end)
+            fail(CHORUS_ERR_INTERNAL, "loopback: key ", k, " does not give rank ", rank_, " ", bytes, " bytes at ",
+                 remote, " of rank ", peer);
+    }
+    auto slot = std::make_unique<Slot>();
+    slot->peer = peer;
+    slot->rma = true;
+    slot->expected = slot->got = bytes;
+    slot->to = is_get ? dst : reinterpret_cast<void*>(remote);
+    slot->from = is_get ? reinterpret_cast<const void*>(remote) : src;
+    return slot.release();
+}
+
+Handle LoopbackTransport::rma_get(int peer, void* dst, uint64_t remote, size_t bytes, const void* key,
+                                  size_t key_bytes) {
+    return rma(peer, dst, nullptr, remote, bytes, key, key_bytes, true);
+}
+
+Handle LoopbackTransport::rma_put(int peer, uint64_t remote, const void* src, size_t bytes, const void* key,
+                                  size_t key_bytes) {
+    return rma(peer, nullptr, src, remote, bytes, key, key_bytes, false);
+}
+
 Handle LoopbackTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
     check_host(buf, "send");
     std::lock_guard<std::mutex> lock(hub_->mutex_);
@@ -121,6 +200,15 @@ bool LoopbackTransport::test(Handle handle) {
     if (!handle) return true;
     auto* slot = static_cast<Slot*>(handle);
     std::unique_lock<std::mutex> lock(hub_->mutex_);
+    if (slot->rma && !slot->done) {
+        if (hub_->dead_[slot->peer]) {
+            slot->failed = true;
+        } else if (++slot->tests >= 2) {
+            if (slot->got) std::memcpy(slot->to, slot->from, slot->got);
+            hub_->one_sided_bytes_ += slot->got;
+            slot->done = true;
+        }
+    }
     if (slot->failed) {
         int peer = slot->peer;
         lock.unlock();

@@ -44,7 +44,16 @@ public:
     // buffers (one address space here). Reaching device memory that way is
     // an error (the executor must send it instead), and so is a dead peer.
     void enable_one_sided() { one_sided_ = true; }
-    // Bytes copied by get() and put() so far.
+    // Keyed access to peers' memory (Transport::rma()), as UCX RMA gives it
+    // between hosts: a region is registered and its key (here the
+    // registration's number) sent; rma_get() and rma_put() check that the
+    // key is the peer's and covers the range, and complete on the second
+    // test() of their handle (so the executor meets transfers in flight).
+    void enable_rma() { rma_ = true; }
+    // Registrations made, and those not yet released.
+    size_t rma_registered() const;
+    size_t rma_held() const;
+    // Bytes copied by get() and put(), or rma_get() and rma_put(), so far.
     size_t one_sided_bytes() const { return one_sided_bytes_; }
     // Publish flags read so far (Transport::published), by every rank.
     size_t flag_reads() const { return flag_reads_; }
@@ -89,6 +98,13 @@ private:
     std::function<bool(const void*)> is_device_;
     bool direct_ = false;
     bool one_sided_ = false;
+    bool rma_ = false;
+    struct Registration {
+        int owner;
+        uintptr_t begin, end;
+        bool held;
+    };
+    std::vector<Registration> registrations_;  // key k: registrations_[k - 1]
     std::atomic<size_t> one_sided_bytes_{0};
     std::atomic<size_t> flag_reads_{0};
     std::vector<int> host_labels_;
@@ -119,10 +135,18 @@ public:
     bool one_sided() const override { return hub_->one_sided_; }
     void get(int peer, void* dst, uint64_t remote, size_t bytes) override;
     void put(int peer, uint64_t remote, const void* src, size_t bytes) override;
+    bool rma() const override { return hub_->rma_; }
+    size_t rma_register(void* addr, size_t bytes, void* key, uint64_t* region) override;
+    void rma_release(uint64_t region) override;
+    Handle rma_get(int peer, void* dst, uint64_t remote, size_t bytes, const void* key, size_t key_bytes) override;
+    Handle rma_put(int peer, uint64_t remote, const void* src, size_t bytes, const void* key,
+                   size_t key_bytes) override;
     std::vector<int> host_labels() const override { return hub_->host_labels_; }
 
 private:
     void check_host(const void* buf, const char* what) const;
+    Handle rma(int peer, void* dst, const void* src, uint64_t remote, size_t bytes, const void* key, size_t key_bytes,
+               bool is_get);
     std::shared_ptr<LoopbackHub> hub_;
     int rank_;
     SlotCount done_;

@@ -535,7 +535,7 @@ void ShmTransport::slot_memory(void** base, size_t* bytes) const {
 // Creation
 
 std::unique_ptr<Transport> ShmTransport::create(Bootstrap& boot, std::unique_ptr<Transport> inner, size_t eager_bytes,
-                                                bool rendezvous) {
+                                                bool rendezvous, bool one_sided) {
     if (eager_bytes == 0) return inner;
     const int n = inner->size(), me = inner->rank();
     // Ranks with the same host identity (net/host.h) share memory.
@@ -618,7 +618,7 @@ std::unique_ptr<Transport> ShmTransport::create(Bootstrap& boot, std::unique_ptr
     }
     auto t = std::make_unique<ShmTransport>(std::move(inner), eager_bytes, std::move(local_index), mem, std::move(pids),
                                             bytes);
-    t->enable_single_copy(readable && want_rendezvous, readable && all_here);
+    t->enable_single_copy(readable && want_rendezvous, readable && all_here && one_sided);
     return t;
 }
 

@@ -54,8 +54,9 @@ public:
     // With `rendezvous`, larger messages between local ranks go by the
     // rendezvous above where every local rank may read every other's memory
     // and the inner transport takes no device memory.
+    // With `one_sided` false, get() and put() are not offered even then.
     static std::unique_ptr<Transport> create(Bootstrap& boot, std::unique_ptr<Transport> inner, size_t eager_bytes,
-                                             bool rendezvous = true);
+                                             bool rendezvous = true, bool one_sided = true);
 
     // From parts (tests: several ranks in one process). `local_index[r]` is
     // r's index among the ranks on this host, or -1; `segment` is the host's
@@ -131,6 +132,19 @@ public:
     }
     void get(int peer, void* dst, uint64_t remote, size_t bytes) override;
     void put(int peer, uint64_t remote, const void* src, size_t bytes) override;
+    // Keyed access is the inner transport's (UCX RMA).
+    bool rma() const override { return inner_->rma(); }
+    size_t rma_register(void* addr, size_t bytes, void* key, uint64_t* region) override {
+        return inner_->rma_register(addr, bytes, key, region);
+    }
+    void rma_release(uint64_t region) override { inner_->rma_release(region); }
+    Handle rma_get(int peer, void* dst, uint64_t remote, size_t bytes, const void* key, size_t key_bytes) override {
+        return wrap(inner_->rma_get(peer, dst, remote, bytes, key, key_bytes), peer);
+    }
+    Handle rma_put(int peer, uint64_t remote, const void* src, size_t bytes, const void* key,
+                   size_t key_bytes) override {
+        return wrap(inner_->rma_put(peer, remote, src, bytes, key, key_bytes), peer);
+    }
 
 private:
     struct Request;

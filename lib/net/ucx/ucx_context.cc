@@ -38,11 +38,18 @@ UcxContext::UcxContext() {
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME | UCP_PARAM_FIELD_REQUEST_SIZE |
                         UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    params.features = UCP_FEATURE_TAG;
+    // Tagged messages, and RMA for the one-sided steps between hosts
+    // (without it if this UCX cannot give it).
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_RMA;
     params.request_size = kRequestBytes;
     params.mt_workers_shared = 1;
     params.name = "chorus";
     ucs_status_t st = ucp_init(&params, config, &context_);
+    rma_ = st == UCS_OK;
+    if (!rma_) {
+        params.features = UCP_FEATURE_TAG;
+        st = ucp_init(&params, config, &context_);
+    }
     ucp_config_release(config);
     check_ucs(st, "ucp_init");
     ucp_context_attr_t attr{};
@@ -51,7 +58,14 @@ UcxContext::UcxContext() {
         device_memory_ = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
 }
 
+Registrations* UcxContext::registrations() {
+    if (!rma_) return nullptr;
+    std::call_once(registrations_once_, [this] { registrations_ = std::make_unique<Registrations>(context_); });
+    return registrations_.get();
+}
+
 UcxContext::~UcxContext() {
+    registrations_.reset();
     ucp_cleanup(context_);
 }
 

@@ -8,6 +8,9 @@
 #include <ucp/api/ucp.h>
 
 #include <memory>
+#include <mutex>
+
+#include "net/ucx/ucx_registrations.h"
 
 namespace chorus::net {
 
@@ -23,6 +26,11 @@ public:
     // Whether this UCX moves CUDA memory itself (built with CUDA, its cuda
     // transports loaded); otherwise device buffers are staged.
     bool device_memory() const { return device_memory_; }
+    // Whether the context offers RMA (ucp_get/ucp_put with registration
+    // keys), and its registrations (made on first use: only then are UCX's
+    // memory hooks installed; null without RMA).
+    bool rma() const { return rma_; }
+    Registrations* registrations();
     // Bytes UCX reserves in every request for the transport's bookkeeping.
     static size_t request_bytes();
 
@@ -30,6 +38,9 @@ private:
     UcxContext();
     ucp_context_h context_ = nullptr;
     bool device_memory_ = false;
+    bool rma_ = false;
+    std::once_flag registrations_once_;
+    std::unique_ptr<Registrations> registrations_;
 };
 
 }  // namespace chorus::net

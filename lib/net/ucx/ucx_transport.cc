@@ -23,7 +23,9 @@ namespace {
 struct Pending {
     int peer;
     bool is_recv;
+    bool is_rma;  // a get, or a put's flush (the rkey is destroyed with it)
     size_t bytes;
+    ucp_rkey_h rkey;
 };
 static_assert(sizeof(Pending) <= 32, "Pending fits UCX's request space");
 
@@ -57,11 +59,11 @@ void UcxTransport::on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
     if (link->target) link->target->store(static_cast<int>(status));
 }
 
-UcxTransport::UcxTransport(Bootstrap& boot, bool peer_errors)
+UcxTransport::UcxTransport(Bootstrap& boot, bool peer_errors, bool want_rma)
     : rank_(boot.rank()), size_(boot.size()), peer_errors_(peer_errors) {
     progress_retired();
-    // Each rank's blob: pid, its worker's last epoch, host identity, then
-    // its worker address.
+    // Each rank's blob: pid, its worker's last epoch, whether it offers RMA,
+    // host identity, then its worker address.
     std::vector<std::string> blobs;
     try {
         blobs = allgather_agreed(boot, [&] {
@@ -83,6 +85,7 @@ UcxTransport::UcxTransport(Bootstrap& boot, bool peer_errors)
             int pid = static_cast<int>(getpid());
             std::string mine(reinterpret_cast<const char*>(&pid), sizeof pid);
             mine.append(reinterpret_cast<const char*>(&idle.epoch), sizeof idle.epoch);
+            mine += want_rma && context_->rma() ? '1' : '0';
             mine += host_identity() + '\0';
             mine.append(reinterpret_cast<const char*>(addr), addr_len);
             ucp_worker_release_address(worker_, addr);
@@ -96,9 +99,11 @@ UcxTransport::UcxTransport(Bootstrap& boot, bool peer_errors)
     addresses_.resize(size_);
     host_labels_.resize(size_);
     std::map<std::string, int> host_first;  // host identity -> its lowest rank
-    constexpr size_t kHost = sizeof(int) + sizeof(uint32_t);
+    constexpr size_t kRma = sizeof(int) + sizeof(uint32_t), kHost = kRma + 1;
+    rma_ = true;
     for (int r = 0; r < size_; ++r) {
         const std::string& b = blobs[r];
+        rma_ = rma_ && b[kRma] == '1';
         uint32_t last = 0;
         std::memcpy(&last, b.data() + sizeof(int), sizeof last);
         epoch_ = std::max(epoch_, last);
@@ -277,7 +282,7 @@ Handle UcxTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
     ucs_status_ptr_t r = ucp_tag_send_nbx(endpoint(peer), buf, bytes, wire(tag), &p);
     if (r == nullptr) return nullptr;
     if (UCS_PTR_IS_ERR(r)) check_ucs(UCS_PTR_STATUS(r), cat("send to rank ", peer).c_str());
-    *pending_of(r) = {peer, false, bytes};
+    *pending_of(r) = {peer, false, false, bytes, nullptr};
     return r;
 }
 
@@ -289,7 +294,7 @@ Handle UcxTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
     p.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, buf, bytes, wire(tag), ~Tag(0), &p);
     if (UCS_PTR_IS_ERR(r)) check_ucs(UCS_PTR_STATUS(r), cat("receive from rank ", peer).c_str());
-    *pending_of(r) = {peer, true, bytes};
+    *pending_of(r) = {peer, true, false, bytes, nullptr};
     return r;
 }
 
@@ -313,9 +318,13 @@ bool UcxTransport::test(Handle handle) {
         fail(CHORUS_ERR_PEER_FAILED, "UCX: rank ", p.peer, " failed");
     }
     ucp_request_free(handle);
+    if (p.rkey) ucp_rkey_destroy(p.rkey);
     if (st != UCS_OK)
-        fail(classify(st), "UCX ", p.is_recv ? "receive from" : "send to", " rank ", p.peer, ": ",
-             ucs_status_string(st));
+        fail(classify(st), "UCX ",
+             p.is_rma    ? "RMA with"
+             : p.is_recv ? "receive from"
+                         : "send to",
+             " rank ", p.peer, ": ", ucs_status_string(st));
     if (p.is_recv && got != p.bytes)
         fail(CHORUS_ERR_MISMATCH, "UCX: message from rank ", p.peer, " has ", got, " bytes, expected ", p.bytes);
     return true;
@@ -324,15 +333,16 @@ bool UcxTransport::test(Handle handle) {
 void UcxTransport::cancel(Handle handle) {
     if (!handle) return;
     clean_ = false;
+    Pending p = *pending_of(handle);
     if (ucp_request_check_status(handle) != UCS_INPROGRESS) {
         ucp_request_free(handle);
+        if (p.rkey) ucp_rkey_destroy(p.rkey);
         return;
     }
-    Pending p = *pending_of(handle);
     if (p.is_recv) {
         ucp_request_cancel(worker_, handle);
     } else if (eps_[p.peer]) {
-        // UCX cannot cancel a send; closing its endpoint by force ends
+        // UCX cannot cancel a send (nor a get or a put); closing its endpoint by force ends
         // every transfer on it (a rendezvous may otherwise go on reading
         // the buffer after the caller has moved on).
         ucp_request_param_t rp{};
@@ -342,9 +352,9 @@ void UcxTransport::cancel(Handle handle) {
         eps_[p.peer] = nullptr;
         kept_[static_cast<size_t>(kept_of_[p.peer])].ep = nullptr;
         kept_of_[p.peer] = -1;
-        if (UCS_PTR_IS_PTR(r)) cancelled_.push_back({r, p.peer, false});
+        if (UCS_PTR_IS_PTR(r)) cancelled_.push_back({r, p.peer, false, nullptr});
     }
-    cancelled_.push_back({handle, p.peer, p.is_recv});
+    cancelled_.push_back({handle, p.peer, p.is_recv, p.rkey});
 }
 
 void UcxTransport::wait_cancelled() {
@@ -358,7 +368,12 @@ void UcxTransport::wait_cancelled() {
         int bound = peer_status_[c.peer].load() ? 0 : c.is_recv ? kCloseMs : kCancelSendMs;
         auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
         int ms = static_cast<int>(std::max<long>(0, bound - spent.count()));
-        if (!finish(c.request, ms)) ucp_request_free(c.request);
+        if (finish(c.request, ms)) {
+            if (c.rkey) ucp_rkey_destroy(c.rkey);
+        } else {
+            // Released to UCX; its key stays (a few bytes) lest UCX still read it.
+            ucp_request_free(c.request);
+        }
     }
     cancelled_.clear();
 }
@@ -403,6 +418,42 @@ void UcxTransport::check_peers() {
     for (int r = 0; r < size_; ++r)
         if (peer_pid_[r] && !peer_status_[r].load() && process_gone(peer_pid_[r]))
             peer_status_[r].store(UCS_ERR_CONNECTION_RESET);
+}
+
+size_t UcxTransport::rma_register(void* addr, size_t bytes, void* key, uint64_t* region) {
+    if (!rma_) return 0;
+    return context_->registrations()->acquire(addr, bytes, key, kMaxKey, region);
+}
+
+void UcxTransport::rma_release(uint64_t region) {
+    context_->registrations()->release(region);
+}
+
+Handle UcxTransport::rma(int peer, bool is_get, void* local, uint64_t remote, size_t bytes, const void* key) {
+    if (!rma_) return Transport::rma_get(peer, local, remote, bytes, key, 0);
+    check_peer(peer);
+    ucp_ep_h ep = endpoint(peer);
+    ucp_rkey_h rkey = nullptr;
+    check_ucs(ucp_ep_rkey_unpack(ep, key, &rkey), cat("unpacking rank ", peer, "'s memory key").c_str());
+    ucp_request_param_t p{};
+    p.op_attr_mask = 0;
+    ucs_status_ptr_t r =
+        is_get ? ucp_get_nbx(ep, local, bytes, remote, rkey, &p) : ucp_put_nbx(ep, local, bytes, remote, rkey, &p);
+    if (!is_get && !UCS_PTR_IS_ERR(r)) {
+        // A put is done when it has landed in the peer's memory: when a
+        // flush of the endpoint behind it completes (which ends the put too).
+        if (UCS_PTR_IS_PTR(r)) ucp_request_free(r);
+        r = ucp_ep_flush_nbx(ep, &p);
+    }
+    if (!UCS_PTR_IS_PTR(r)) {
+        ucp_rkey_destroy(rkey);
+        if (UCS_PTR_IS_ERR(r))
+            fail(classify(UCS_PTR_STATUS(r)), "UCX ", is_get ? "get from" : "put to", " rank ", peer, ": ",
+                 ucs_status_string(UCS_PTR_STATUS(r)));
+        return nullptr;
+    }
+    *pending_of(r) = {peer, false, true, bytes, rkey};
+    return r;
 }
 
 void UcxTransport::post_notice_recv() {

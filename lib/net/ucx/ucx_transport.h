@@ -35,8 +35,9 @@ class UcxTransport final : public Transport {
 public:
     // Collective over `boot`, all or nothing: if creating the worker fails
     // on any rank, it throws on every rank. With `peer_errors`, endpoints
-    // use UCX's peer failure detection.
-    UcxTransport(Bootstrap& boot, bool peer_errors);
+    // use UCX's peer failure detection. With `want_rma`, rma() is true if
+    // every rank's UCX offers RMA.
+    UcxTransport(Bootstrap& boot, bool peer_errors, bool want_rma = true);
     // Local: closes this rank's endpoints in flush mode; what does not
     // flush at once goes on in the background (net/ucx/ucx_retired.h).
     ~UcxTransport() override;
@@ -66,8 +67,20 @@ public:
     void notify(int peer, const std::string& notice) override;
     bool poll_notice(int* source, std::string* notice) override;
     void flush_notices(int ms) override;
+    // UCX RMA, where every rank's context offers it and the communicator
+    // wants it (agreed at creation).
+    bool rma() const override { return rma_; }
+    size_t rma_register(void* addr, size_t bytes, void* key, uint64_t* region) override;
+    void rma_release(uint64_t region) override;
+    Handle rma_get(int peer, void* dst, uint64_t remote, size_t bytes, const void* key, size_t) override {
+        return rma(peer, true, dst, remote, bytes, key);
+    }
+    Handle rma_put(int peer, uint64_t remote, const void* src, size_t bytes, const void* key, size_t) override {
+        return rma(peer, false, const_cast<void*>(src), remote, bytes, key);
+    }
 
 private:
+    Handle rma(int peer, bool is_get, void* local, uint64_t remote, size_t bytes, const void* key);
     ucp_ep_h endpoint(int peer);
     // The tag on the wire: the sequence number rotated by this epoch's shift.
     Tag wire(Tag tag) const {
@@ -91,6 +104,7 @@ private:
     int rank_ = 0;
     int size_ = 0;
     bool peer_errors_ = false;
+    bool rma_ = false;
     int local_ranks_ = 1;
     std::vector<int> host_labels_;  // by rank: the lowest rank on its host
     std::shared_ptr<UcxContext> context_;
@@ -124,6 +138,7 @@ private:
         ucs_status_ptr_t request;
         int peer;
         bool is_recv;
+        ucp_rkey_h rkey;  // of a get or put
     };
     std::vector<Cancelled> cancelled_;
 };
