@@ -78,8 +78,11 @@ std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm) {
         fail(CHORUS_ERR_CONFIG, "settings that change the protocol must be the same on every rank: ", differ);
     set_log_level(config.log_level);
 
-    std::unique_ptr<net::Transport> transport =
-        std::make_unique<net::UcxTransport>(*boot, config.peer_errors, config.one_sided != OneSidedAccess::Off);
+    std::unique_ptr<net::Transport> transport = std::make_unique<net::UcxTransport>(
+        *boot, config.peer_errors,
+        config.one_sided == OneSidedAccess::Off    ? net::UcxTransport::RmaUse::Off
+        : config.one_sided == OneSidedAccess::Keys ? net::UcxTransport::RmaUse::Always
+                                                   : net::UcxTransport::RmaUse::BetweenHosts);
     transport = net::ShmTransport::create(*boot, std::move(transport), config.shm_eager_bytes, config.shm_rendezvous,
                                           config.one_sided == OneSidedAccess::Auto);
     std::unique_ptr<Communicator> c;

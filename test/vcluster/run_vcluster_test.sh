@@ -16,6 +16,7 @@
 #                            call crossed each host's link each way
 #   hosts LAYOUT CHORUS_BENCH  a Chorus all-reduce on that layout with CHORUS_LOG=info:
 #                            rank 0 reports the host map ("4 ranks on 3 hosts (2+1+1)")
+#                            and one-sided steps through UCX RMA
 #   run PROGRAM ARGS...      PROGRAM at 2x2; its exit status
 #   observe LAYOUT MODE OBSERVE SOURCE_ROOT
 #                            test/run_observe.sh's MODE (hang, disagree) with the
@@ -148,7 +149,8 @@ case $mode in
     IFS=, read -r -a ranks <<<"$layout"
     total=0
     for n in "${ranks[@]}"; do total=$((total + n)); done
-    want="$total ranks on ${#ranks[@]} hosts (${layout//,/+})"
+    # and that the one-sided steps go through UCX RMA between the hosts
+    want="$total ranks on ${#ranks[@]} hosts (${layout//,/+}); one-sided steps: through registration keys (UCX RMA)"
     "$vcluster" -q --layout "$layout" --mpirun-args "-x CHORUS_LOG=info" -- \
       "$bench" allreduce -m 4:64K -i 3 -x 1 --no-mpi -c >"$dir/log" 2>&1 || {
       tail -30 "$dir/log"

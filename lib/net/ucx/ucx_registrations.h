@@ -71,7 +71,7 @@ private:
     // Unmapped ranges the hook reported, not yet drained: a fixed array (the
     // hook runs inside munmap, where nothing may allocate); past its end,
     // every entry is dropped.
-    static constexpr int kUnmappedMax = 64;
+    static constexpr int kUnmappedMax = 256;
     std::atomic_flag spin_ = ATOMIC_FLAG_INIT;
     struct Range {
         uintptr_t begin, end;

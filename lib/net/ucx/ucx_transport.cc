@@ -59,7 +59,7 @@ void UcxTransport::on_peer_error(void* arg, ucp_ep_h, ucs_status_t status) {
     if (link->target) link->target->store(static_cast<int>(status));
 }
 
-UcxTransport::UcxTransport(Bootstrap& boot, bool peer_errors, bool want_rma)
+UcxTransport::UcxTransport(Bootstrap& boot, bool peer_errors, RmaUse rma_use)
     : rank_(boot.rank()), size_(boot.size()), peer_errors_(peer_errors) {
     progress_retired();
     // Each rank's blob: pid, its worker's last epoch, whether it offers RMA,
@@ -85,7 +85,7 @@ UcxTransport::UcxTransport(Bootstrap& boot, bool peer_errors, bool want_rma)
             int pid = static_cast<int>(getpid());
             std::string mine(reinterpret_cast<const char*>(&pid), sizeof pid);
             mine.append(reinterpret_cast<const char*>(&idle.epoch), sizeof idle.epoch);
-            mine += want_rma && context_->rma() ? '1' : '0';
+            mine += rma_use != RmaUse::Off && context_->rma() ? '1' : '0';
             mine += host_identity() + '\0';
             mine.append(reinterpret_cast<const char*>(addr), addr_len);
             ucp_worker_release_address(worker_, addr);
@@ -116,6 +116,9 @@ UcxTransport::UcxTransport(Bootstrap& boot, bool peer_errors, bool want_rma)
         }
         addresses_[r] = b.substr(end + 1);
     }
+    // Between hosts only, unless asked for everywhere: where every rank is
+    // on this host, cross-memory attach (or messages) serve instead.
+    if (rma_use == RmaUse::BetweenHosts && local_ranks_ == size_) rma_ = false;
     // Above every epoch these workers served (within a notice tag's step
     // field); the shift is 0 for the first communicator of fresh workers.
     epoch_ = (epoch_ + 1) & kMaxNoticeEpoch;
@@ -446,7 +449,9 @@ Handle UcxTransport::rma(int peer, bool is_get, void* local, uint64_t remote, si
         r = ucp_ep_flush_nbx(ep, &p);
     }
     if (!UCS_PTR_IS_PTR(r)) {
-        ucp_rkey_destroy(rkey);
+        // A flush that fails at once (the endpoint failed) may leave the put
+        // it follows outstanding, which still uses the key: it stays.
+        if (is_get || !UCS_PTR_IS_ERR(r)) ucp_rkey_destroy(rkey);
         if (UCS_PTR_IS_ERR(r))
             fail(classify(UCS_PTR_STATUS(r)), "UCX ", is_get ? "get from" : "put to", " rank ", peer, ": ",
                  ucs_status_string(UCS_PTR_STATUS(r)));

@@ -33,11 +33,14 @@ namespace chorus::net {
 
 class UcxTransport final : public Transport {
 public:
+    // Where RMA is offered (rma()): nowhere, only when the communicator
+    // spans hosts, or always (every rank's UCX offering it).
+    enum class RmaUse { Off, BetweenHosts, Always };
     // Collective over `boot`, all or nothing: if creating the worker fails
     // on any rank, it throws on every rank. With `peer_errors`, endpoints
-    // use UCX's peer failure detection. With `want_rma`, rma() is true if
-    // every rank's UCX offers RMA.
-    UcxTransport(Bootstrap& boot, bool peer_errors, bool want_rma = true);
+    // use UCX's peer failure detection. rma() is true where `rma_use` asks
+    // for it and every rank's UCX offers RMA.
+    UcxTransport(Bootstrap& boot, bool peer_errors, RmaUse rma_use = RmaUse::BetweenHosts);
     // Local: closes this rank's endpoints in flush mode; what does not
     // flush at once goes on in the background (net/ucx/ucx_retired.h).
     ~UcxTransport() override;
