@@ -7,7 +7,8 @@
 //     and 1048577 (past several pipeline chunks; there one op per datatype,
 //     cycling through the ops), blocking and nonblocking, on a user stream
 //     and on the default stream;
-//   - every algorithm (CHORUS_ALGO) on device buffers, small chunks;
+//   - every algorithm (CHORUS_ALGO) on device buffers, small chunks (the
+//     one-sided ones in place and through registration keys);
 //   - host and device mixed across ranks (even ranks device, odd ranks host),
 //     and within a rank (send on the host, receive on the device and back);
 //   - managed memory (cudaMallocManaged), written and read by the host;
@@ -370,13 +371,15 @@ std::vector<chorus_op_t> ops_of(chorus_datatype_t dt) {
     return ops;
 }
 
-chorus_comm_t make_comm(const char* algo, const char* chunk) {
+chorus_comm_t make_comm(const char* algo, const char* chunk, const char* one_sided = nullptr) {
     if (algo) setenv("CHORUS_ALGO", algo, 1);
     if (chunk) setenv("CHORUS_CHUNK_BYTES", chunk, 1);
+    if (one_sided) setenv("CHORUS_ONE_SIDED", one_sided, 1);
     chorus_comm_t c = nullptr;
     const chorus_result_t rc = chorus_comm_create(MPI_COMM_WORLD, &c);
     unsetenv("CHORUS_ALGO");
     unsetenv("CHORUS_CHUNK_BYTES");
+    unsetenv("CHORUS_ONE_SIDED");
     if (rc != CHORUS_SUCCESS) chorus::fail(rc, "chorus_comm_create: ", chorus_comm_last_error(nullptr));
     return c;
 }
@@ -409,11 +412,14 @@ void device_grid(Tally& t, chorus_comm_t comm, void* stream) {
         }
 }
 
-// Every algorithm of every collective on device buffers, with small chunks.
+// Every algorithm of every collective on device buffers, with small chunks;
+// the one-sided ones over cross-memory attach and through UCX RMA
+// (registration keys), where device buffers travel as messages.
 void every_algorithm(Tally& t, void* stream) {
     struct Algo {
         Coll coll;
         const char* setting;
+        const char* one_sided = nullptr;  // CHORUS_ONE_SIDED
     };
     const Algo algos[] = {
         {Coll::Allreduce, "allreduce=ring"},
@@ -430,10 +436,21 @@ void every_algorithm(Tally& t, void* stream) {
         {Coll::ReduceScatterv, "reduce_scatter=ring"},
         {Coll::Allgather, "allgather=ring"},
         {Coll::Allgather, "allgather=bruck"},
+        {Coll::Allreduce, "allreduce=one_sided"},
+        {Coll::Broadcast, "bcast=one_sided"},
+        {Coll::Reduce, "reduce=one_sided"},
+        {Coll::ReduceScatter, "reduce_scatter=one_sided"},
+        {Coll::Allgather, "allgather=one_sided"},
+        {Coll::Allreduce, "allreduce=one_sided", "keys"},
+        {Coll::Broadcast, "bcast=one_sided", "keys"},
+        {Coll::Reduce, "reduce=one_sided", "keys"},
+        {Coll::ReduceScatterv, "reduce_scatter=one_sided", "keys"},
+        {Coll::Allgather, "allgather=one_sided", "keys"},
     };
     const int p = mpitest::world_size();
     for (const Algo& a : algos) {
-        chorus_comm_t comm = make_comm(a.setting, "16K");
+        chorus_comm_t comm = make_comm(a.setting, "16K", a.one_sided);
+        const std::string label = a.one_sided ? chorus::cat(a.setting, " (", a.one_sided, ")") : a.setting;
         int n = 0;
         for (chorus_datatype_t dt : {CHORUS_INT8, CHORUS_BFLOAT16, CHORUS_FLOAT32, CHORUS_UINT64})
             for (chorus_op_t op : {CHORUS_SUM, CHORUS_MAX, CHORUS_AVG})
@@ -450,7 +467,7 @@ void every_algorithm(Tally& t, void* stream) {
                         k.stream = stream;
                         k.nonblocking = n % 2 == 1;
                         ++n;
-                        check(t, k, comm, a.setting);
+                        check(t, k, comm, label.c_str());
                     }
         chorus_comm_destroy(comm);
     }
