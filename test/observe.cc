@@ -8,7 +8,8 @@
 //   observe hang        np 3: rank 2 enters the all-reduce 4 s late
 //                       (CHORUS_HANG_WARN_S=1: the others report it)
 //   observe disagree    np 2: rank 0 in a reduce, rank 1 in a broadcast
-//                       (the report says so; CHORUS_TIMEOUT_MS ends it)
+//                       (the report says so, printed by rank 0 alone though
+//                       rank 1 warns first; CHORUS_TIMEOUT_MS ends it)
 //   observe stragglers  np 3: rank 1 arrives 20 ms late at every all-reduce
 //   observe trace       np 2: every collective, small and large, labelled
 #include <mpi.h>
@@ -114,6 +115,10 @@ int main(int argc, char** argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     std::string mode = argc > 1 ? argv[1] : "";
+    // Disagree: rank 1's hang warning comes a second before rank 0's, and
+    // rank 0 answers rank 1's question before asking its own; rank 0 (the
+    // lowest rank that asks) must still be the only one to print.
+    if (mode == "disagree" && me == 0) setenv("CHORUS_HANG_WARN_S", "2", 1);
     chorus_comm_t c = nullptr;
     if (chorus_comm_create(MPI_COMM_WORLD, &c) != CHORUS_SUCCESS) {
         std::fprintf(stderr, "create: %s\n", chorus_comm_last_error(nullptr));

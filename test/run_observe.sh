@@ -41,7 +41,7 @@ case $mode in
     run 2 "$x" CHORUS_HANG_WARN_S=1 "$x" CHORUS_TIMEOUT_MS=5000 "$x" CHORUS_SHM_EAGER=0 \
       "$x" CHORUS_ALGO=reduce=binomial,bcast=binomial
     count 1 'hang report:'
-    want 'hang report: ranks disagree: 0 is in reduce #0, 1 in bcast #0'
+    want '^\[chorus warn rank 0\] hang report: ranks disagree: 0 is in reduce #0, 1 in bcast #0'
     want 'flight record of .*(timeout)'
     ;;
   stragglers)

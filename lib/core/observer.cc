@@ -202,6 +202,12 @@ void Observer::idle(bool warned) {
     if (!query_.open) return;
     bool all = true;
     for (const auto& a : query_.answers) all = all && a.has_value();
+    // Every answer in closes the query at once, unless a lower rank waits in
+    // an operation too: its own hang warning will ask, and the lowest rank
+    // that asks prints, so its question is waited for until the deadline
+    // (closing early, both ranks printed when this rank's warning came
+    // first and the lower rank answered before asking).
+    for (int r = 0; r < rank_ && all; ++r) all = query_.answers[static_cast<size_t>(r)]->ops.empty();
     if (all || now_us() >= query_.deadline_us) close_query();
 }
 
