@@ -13,9 +13,10 @@
 namespace chorus::coll {
 
 std::string CostParams::describe() const {
-    std::string out = cat("alpha ", alpha_us, " us (+", rendezvous_us, " us above ", eager_bytes, " bytes; ports busy ",
-                          overhead_us, " us a message), link ", bandwidth_gbs, " GB/s (", memory_gbs, " beyond ",
-                          cache_mib, " MiB buffers), reduce ", reduce_gbs, " GB/s, copy ", copy_gbs, " GB/s");
+    std::string out =
+        cat("alpha ", alpha_us, " us (+", rendezvous_us, " us above ", eager_bytes, " bytes; ports busy ", overhead_us,
+            " us a message), link ", bandwidth_gbs, " GB/s (", memory_gbs, " beyond ", cache_mib,
+            " MiB buffers), reduce ", reduce_gbs, " GB/s, copy ", copy_gbs, " GB/s (", stream_gbs, " streamed)");
     out += cat("; between hosts alpha ", net_alpha_us, " us, link ", net_gbs, " GB/s a host");
     if (net_rma_gbs > 0) out += cat(" (RMA ", net_rma_gbs, " GB/s)");
     if (hosts) out += cat("; ", hosts->describe());
@@ -113,6 +114,8 @@ Prediction predict_stage(const Algorithm& algo, const CollArgs& args, const Cost
     if (beyond_caches(args, given)) {
         params.bandwidth_gbs = std::min(given.bandwidth_gbs, given.memory_gbs);
         params.get_gbs = std::min(given.get_gbs, given.memory_gbs);
+    } else {
+        params.stream_gbs = given.copy_gbs;  // in the caches, a copy is a copy
     }
     CollArgs a = args;
     // A two-level algorithm's phases are chosen by the model it is priced by.

@@ -87,6 +87,14 @@ struct CostParams {
     std::shared_ptr<const HostMap> hosts;  // which ranks share a host; null: one host
     double reduce_gbs = 6.0;               // bytes of output per second of a reduction
     double copy_gbs = 8.0;                 // memcpy
+    // Beyond the caches, a copy with non-temporal stores (Schedule::stream:
+    // the slots' publishes, large results copied out of them) goes at
+    // stream_gbs: it does not read the destination's lines first. Measured
+    // at np=2: glibc's memcpy of 32 MiB, two processes at once, 11.7-12.8
+    // GB/s; the slots' pipelined all-gather, whose copies all stream from 8
+    // MiB a rank, 11.2-11.9 GB/s of copies at 8-64 MiB a rank. Within the
+    // caches, such a copy is priced as any other.
+    double stream_gbs = 11.5;
     // Every rank on one host (Chorus's shared memory): a message of at most
     // eager_bytes costs local_alpha_us instead of alpha_us and one more copy
     // at copy_gbs (through the rings' cells), and a published slot is seen

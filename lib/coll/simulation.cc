@@ -69,6 +69,7 @@ void SimGroup::add(int rank, const Schedule& s, bool send_is_recv) {
         n.bytes = elementwise ? st.count * esize_ : st.bytes;
         n.kind = static_cast<uint64_t>(st.kind);
         n.reduces = reduces;
+        n.streams = st.kind == StepKind::Copy && st.stream;
         n.owner = who;
         n.left = s.ndeps(k);
         n.partner = kNone;
@@ -384,7 +385,7 @@ double SimGroup::simulate(const CostParams& p, Outside outside) {
         if (!is_transfer(k)) {
             const double start = std::max(x.ready, cpu[x.owner]);
             const bool copies = k == StepKind::Copy || k == StepKind::Publish;
-            cpu[x.owner] = start + us(x.bytes, copies ? p.copy_gbs : p.reduce_gbs);
+            cpu[x.owner] = start + us(x.bytes, x.streams ? p.stream_gbs : copies ? p.copy_gbs : p.reduce_gbs);
             const double t = cpu[x.owner];
             complete(s, t);
             if (k == StepKind::Publish) happened(s, t);

@@ -89,6 +89,7 @@ private:
         uint64_t bytes : 46;    // moved, copied, or written by a reduction
         uint64_t kind : 4;      // StepKind
         uint64_t reduces : 1;   // a get that reduces as it reads
+        uint64_t streams : 1;   // a copy with non-temporal stores
         uint64_t state : 2;     // 0 waits for dependencies, 1 for its partner, 2 done
         uint64_t lockstep : 2;  // kWaitsForOwnSend, kAwaited (simulation.cc)
         uint64_t remote : 1;    // a message between two hosts

@@ -80,6 +80,7 @@ std::vector<double> numbers(const CostParams& p) {
             p.net_gbs,
             p.reduce_gbs,
             p.copy_gbs,
+            p.stream_gbs,
             p.all_local ? 1.0 : 0.0,
             p.local_alpha_us,
             p.slot_us,

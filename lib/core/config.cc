@@ -276,6 +276,8 @@ const std::vector<Setting> kSettings = {
      show_cost<&coll::CostParams::reduce_gbs>},
     {"CHORUS_COST_COPY_GBS", true, parse_cost<&coll::CostParams::copy_gbs, false>,
      show_cost<&coll::CostParams::copy_gbs>},
+    {"CHORUS_COST_STREAM_GBS", true, parse_cost<&coll::CostParams::stream_gbs, false>,
+     show_cost<&coll::CostParams::stream_gbs>},
     {"CHORUS_COST_MAX_STEPS", true,
      [](Config& c, const std::string& n, const std::string& v) {
          c.cost.max_simulated_steps = parse_uint(v, n, 1, 1ull << 34);
