@@ -83,14 +83,15 @@ Prediction predict_stage(const Algorithm& algo, const CollArgs& args, const Cost
 
 }  // namespace
 
-size_t largest_buffer(const CollArgs& a) {
+size_t cache_footprint(const CollArgs& a) {
     const size_t bytes = a.message_bytes();
     if (a.coll == Collective::ReduceScatter) return bytes;
+    if (a.coll == Collective::Allreduce) return 2 * bytes;  // the whole input, the whole result
     return a.per_rank(Side::Send) || a.per_rank(Side::Recv) ? bytes * static_cast<size_t>(a.size) : bytes;
 }
 
 bool beyond_caches(const CollArgs& a, const CostParams& params) {
-    return static_cast<double>(largest_buffer(a)) >= params.cache_mib * (1 << 20);
+    return static_cast<double>(cache_footprint(a)) >= params.cache_mib * (1 << 20);
 }
 
 Prediction predict(const Algorithm& algo, const CollArgs& args, const CostParams& params) {

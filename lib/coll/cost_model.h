@@ -63,6 +63,7 @@ struct CostParams {
     size_t eager_bytes = 8192;
     double bandwidth_gbs = 6.0;  // per rank and direction
     // Beyond the caches: where a rank's largest buffer of the collective
+    // (an all-reduce's input and result together; cache_footprint())
     // is cache_mib or more, its messages within the host and its one-sided
     // copies move at memory_gbs (when lower): every pass over the data goes
     // to memory (measured at np=2: the ring all-reduce at 5.9-7.5 GB/s to
@@ -126,9 +127,14 @@ struct CostParams {
     std::string describe() const;
 };
 
-// The largest of a rank's buffers of the collective, and whether it is
-// beyond the caches (CostParams::cache_mib).
-size_t largest_buffer(const CollArgs& args);
+// The bytes of a rank's buffers that the collective passes through its
+// caches, and whether they are beyond them (CostParams::cache_mib): the
+// largest buffer, or for an all-reduce its input and its result together
+// (each the whole message; measured at np=2, chorus-bench allreduce, three
+// alternating runs, warm and cold: the slots' pipeline 1.3-1.4x the ring's
+// speed at 16 MiB, where the model, pricing the ring's messages at the
+// link's rate, had taken the ring).
+size_t cache_footprint(const CollArgs& args);
 bool beyond_caches(const CollArgs& args, const CostParams& params);
 
 enum class SimMode { Symmetric, Full, Sampled };
