@@ -124,6 +124,21 @@ bool parse_flag(const std::string& name, const std::string& value) {
 std::string show_bytes(size_t b) {
     return std::to_string(b);
 }
+
+// Settings with named values, in the order of their enums.
+constexpr const char* kOneSidedNames[] = {"auto", "keys", "off"};
+constexpr const char* kInterceptNames[] = {"faster", "all", "device", "none"};
+
+// The enum value `value` names (its index in `names`), or a configuration
+// error that lists them.
+template <typename E, size_t N>
+E parse_named(const std::string& name, const std::string& value, const char* const (&names)[N]) {
+    for (size_t i = 0; i < N; ++i)
+        if (value == names[i]) return static_cast<E>(i);
+    std::string expected;
+    for (size_t i = 0; i < N; ++i) expected += cat(i == 0 ? "" : i + 1 == N ? " or " : ", ", names[i]);
+    fail(CHORUS_ERR_CONFIG, name, "='", value, "': expected ", expected);
+}
 // The cost model's numbers: positive (or, with ZeroOk, non-negative).
 template <double coll::CostParams::*M, bool ZeroOk>
 void parse_cost(Config& c, const std::string& name, const std::string& value) {
@@ -200,20 +215,9 @@ const std::vector<Setting> kSettings = {
      [](const Config& c) { return std::string(c.shm_rendezvous ? "1" : "0"); }},
     {"CHORUS_ONE_SIDED", true,
      [](Config& c, const std::string& n, const std::string& v) {
-         if (v == "auto")
-             c.one_sided = OneSidedAccess::Auto;
-         else if (v == "keys")
-             c.one_sided = OneSidedAccess::Keys;
-         else if (v == "off")
-             c.one_sided = OneSidedAccess::Off;
-         else
-             fail(CHORUS_ERR_CONFIG, n, "='", v, "': expected auto, keys or off");
+         c.one_sided = parse_named<OneSidedAccess>(n, v, kOneSidedNames);
      },
-     [](const Config& c) {
-         return std::string(c.one_sided == OneSidedAccess::Auto   ? "auto"
-                            : c.one_sided == OneSidedAccess::Keys ? "keys"
-                                                                  : "off");
-     }},
+     [](const Config& c) { return std::string(kOneSidedNames[static_cast<int>(c.one_sided)]); }},
     {"CHORUS_STAGING", false,
      [](Config& c, const std::string& n, const std::string& v) {
          if (v != "auto" && v != "always") fail(CHORUS_ERR_CONFIG, n, "='", v, "': expected auto or always");
@@ -222,26 +226,9 @@ const std::vector<Setting> kSettings = {
      [](const Config& c) { return std::string(c.always_stage ? "always" : "auto"); }},
     {"CHORUS_MPI_INTERCEPT", true,
      [](Config& c, const std::string& n, const std::string& v) {
-         if (v.empty() || v == "faster")
-             c.intercept = InterceptPolicy::Faster;
-         else if (v == "all")
-             c.intercept = InterceptPolicy::All;
-         else if (v == "device")
-             c.intercept = InterceptPolicy::Device;
-         else if (v == "none")
-             c.intercept = InterceptPolicy::None;
-         else
-             fail(CHORUS_ERR_CONFIG, n, "='", v, "' is not a valid setting (expected faster, all, device or none)");
+         c.intercept = v.empty() ? InterceptPolicy::Faster : parse_named<InterceptPolicy>(n, v, kInterceptNames);
      },
-     [](const Config& c) -> std::string {
-         switch (c.intercept) {
-             case InterceptPolicy::Faster: return "faster";
-             case InterceptPolicy::All: return "all";
-             case InterceptPolicy::Device: return "device";
-             case InterceptPolicy::None: return "none";
-         }
-         return "?";
-     }},
+     [](const Config& c) { return std::string(kInterceptNames[static_cast<int>(c.intercept)]); }},
     // Which buffers of the calls libchorus_mpi.so hands to MPI go through
     // host copies: device and managed ones (device), or every one (all: the
     // staging path checked without a GPU).

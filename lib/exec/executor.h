@@ -148,6 +148,9 @@ private:
     void os_done(StepId s, Part part);
     void os_copy(StepId s, uint64_t remote);
     void os_access(StepId s);  // keyed: the get or put through the transport
+    // A get's data, landed in scratch, reduced into place: at once on the
+    // host (false), or queued on the device (true: the step ends later).
+    bool reduce_landed(StepId s);
     void os_message(StepId s, Part part, bool is_send, void* buf, size_t bytes);
     void transfer_done(const InFlight& f);
     void queued_done(const Queued& q);

@@ -145,30 +145,32 @@ void Executor::os_done(StepId s, Part part) {
     } else if (part == Part::Access) {
         // The keyed get or put is done: reduce what a get landed, then
         // tell the exposer.
-        if (st.kind == StepKind::Get && st.count) {
-            const char* landed = resolve(st.src);
-            const char* local = resolve(st.src2);
-            host_reduce(sched_->dtype(), sched_->op(), resolve(st.dst), st.remote_first ? landed : local,
-                        st.remote_first ? local : landed, st.count);
-        }
+        if (st.kind == StepKind::Get && st.count) reduce_landed(s);
         o.reply = kDone;
         os_message(s, Part::Reply, true, &o.reply, sizeof o.reply);
         return;
     } else if (st.kind == StepKind::Get && st.count && part == Part::Data) {
-        // The data landed in scratch: reduce it into place.
-        char* dst = resolve(st.dst);
-        const char* local = resolve(st.src2);
-        const char* landed = resolve(st.src);
-        const char* a = st.remote_first ? landed : local;
-        const char* b = st.remote_first ? local : landed;
-        if (dev_.on_device) {
-            dev_.device->reduce(sched_->dtype(), sched_->op(), dst, a, b, st.count);
-            queued_.push_back({s, dev_.device->mark(), Phase::Local, nullptr, Part::Reduced});
-            return;
-        }
-        host_reduce(sched_->dtype(), sched_->op(), dst, a, b, st.count);
+        // The data landed in scratch: reduce it into place (on the device,
+        // the step ends when the reduction does).
+        if (reduce_landed(s)) return;
     }
     if (--o.pending == 0) finish(s);
+}
+
+bool Executor::reduce_landed(StepId s) {
+    const Step& st = sched_->steps()[s];
+    char* dst = resolve(st.dst);
+    const char* local = resolve(st.src2);
+    const char* landed = resolve(st.src);
+    const char* a = st.remote_first ? landed : local;
+    const char* b = st.remote_first ? local : landed;
+    if (dev_.on_device) {
+        dev_.device->reduce(sched_->dtype(), sched_->op(), dst, a, b, st.count);
+        queued_.push_back({s, dev_.device->mark(), Phase::Local, nullptr, Part::Reduced});
+        return true;
+    }
+    host_reduce(sched_->dtype(), sched_->op(), dst, a, b, st.count);
+    return false;
 }
 
 void Executor::os_copy(StepId s, uint64_t remote) {

@@ -23,9 +23,8 @@ namespace {
 struct Pending {
     int peer;
     bool is_recv;
-    bool is_rma;  // a get, or a put's flush (the rkey is destroyed with it)
     size_t bytes;
-    ucp_rkey_h rkey;
+    ucp_rkey_h rkey;  // a get, or a put's flush: RMA (the key is destroyed with it)
 };
 static_assert(sizeof(Pending) <= 32, "Pending fits UCX's request space");
 
@@ -285,7 +284,7 @@ Handle UcxTransport::send(int peer, Tag tag, const void* buf, size_t bytes) {
     ucs_status_ptr_t r = ucp_tag_send_nbx(endpoint(peer), buf, bytes, wire(tag), &p);
     if (r == nullptr) return nullptr;
     if (UCS_PTR_IS_ERR(r)) check_ucs(UCS_PTR_STATUS(r), cat("send to rank ", peer).c_str());
-    *pending_of(r) = {peer, false, false, bytes, nullptr};
+    *pending_of(r) = {peer, false, bytes, nullptr};
     return r;
 }
 
@@ -297,7 +296,7 @@ Handle UcxTransport::recv(int peer, Tag tag, void* buf, size_t bytes) {
     p.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
     ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, buf, bytes, wire(tag), ~Tag(0), &p);
     if (UCS_PTR_IS_ERR(r)) check_ucs(UCS_PTR_STATUS(r), cat("receive from rank ", peer).c_str());
-    *pending_of(r) = {peer, true, false, bytes, nullptr};
+    *pending_of(r) = {peer, true, bytes, nullptr};
     return r;
 }
 
@@ -324,7 +323,7 @@ bool UcxTransport::test(Handle handle) {
     if (p.rkey) ucp_rkey_destroy(p.rkey);
     if (st != UCS_OK)
         fail(classify(st), "UCX ",
-             p.is_rma    ? "RMA with"
+             p.rkey      ? "RMA with"
              : p.is_recv ? "receive from"
                          : "send to",
              " rank ", p.peer, ": ", ucs_status_string(st));
@@ -457,7 +456,7 @@ Handle UcxTransport::rma(int peer, bool is_get, void* local, uint64_t remote, si
                  ucs_status_string(UCS_PTR_STATUS(r)));
         return nullptr;
     }
-    *pending_of(r) = {peer, false, true, bytes, rkey};
+    *pending_of(r) = {peer, false, bytes, rkey};
     return r;
 }
 
