@@ -118,7 +118,7 @@ TEST_CASE("reduce-scatter over UCX, every algorithm, block and v forms", "[mpi][
 
 TEST_CASE("all-gather over UCX, every algorithm", "[mpi][allgather]") {
     const int p = world_size(), me = world_rank();
-    for (const std::string& algo : mpitest::algorithms("allgather", {"ring", "bruck"})) {
+    for (const std::string& algo : mpitest::algorithms("allgather", {"ring", "bruck", "shm_pipeline"})) {
         Comm comm("allgather", algo);
         for (auto dt : kTypes)
             for (size_t count : counts_for(p))
@@ -142,7 +142,8 @@ TEST_CASE("all-gather over UCX, every algorithm", "[mpi][allgather]") {
 
 TEST_CASE("allreduce over UCX, every algorithm", "[mpi][allreduce]") {
     const int p = world_size(), me = world_rank();
-    for (const std::string& algo : mpitest::algorithms("allreduce", {"ring", "recursive_doubling", "rabenseifner"})) {
+    for (const std::string& algo :
+         mpitest::algorithms("allreduce", {"ring", "recursive_doubling", "rabenseifner", "shm_pipeline"})) {
         Comm comm("allreduce", algo);
         for (auto dt : kTypes)
             for (auto op : ref::kAllOps)
