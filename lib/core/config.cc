@@ -139,6 +139,7 @@ E parse_named(const std::string& name, const std::string& value, const char* con
     for (size_t i = 0; i < N; ++i) expected += cat(i == 0 ? "" : i + 1 == N ? " or " : ", ", names[i]);
     fail(CHORUS_ERR_CONFIG, name, "='", value, "': expected ", expected);
 }
+
 // The cost model's numbers: positive (or, with ZeroOk, non-negative).
 template <double coll::CostParams::*M, bool ZeroOk>
 void parse_cost(Config& c, const std::string& name, const std::string& value) {
