@@ -71,6 +71,12 @@ void pin(int cpu) {
     sched_setaffinity(0, sizeof set, &set);  // best effort
 }
 
+// Every element of the writer's message before call `call` (it starts at
+// 1.5 and, rewritten between calls, alternates with 2.5).
+float message_value(int call, bool rewrite) {
+    return 1.5f + (rewrite ? static_cast<float>(call % 2) : 0.0f);
+}
+
 // The control block and slots, shared with the forked writer.
 Shared* map_shared() {
     void* p = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -104,11 +110,11 @@ double run(size_t bytes, int calls, Reader reader, bool stream, bool rewrite) {
     const pid_t pid = fork();
     if (pid == 0) {  // the writer
         if (cpus > 1) pin(1);
-        std::vector<float> msg(bytes / sizeof(float), 1.5f);
+        std::vector<float> msg(bytes / sizeof(float), message_value(0, rewrite));
         uint64_t seq = 0;
         for (int call = 0; call < calls; ++call) {
             // The rewrite is not timed: the reader starts its clock after it.
-            if (rewrite) std::fill(msg.begin(), msg.end(), 1.5f + static_cast<float>(call % 2));
+            if (rewrite) std::fill(msg.begin(), msg.end(), message_value(call, rewrite));
             sh->ready.v.store(call + 1, std::memory_order_release);
             while (sh->go.v.load(std::memory_order_acquire) <= static_cast<uint64_t>(call)) {
             }
@@ -155,7 +161,7 @@ double run(size_t bytes, int calls, Reader reader, bool stream, bool rewrite) {
     }
     waitpid(pid, nullptr, 0);
     // The last call's message: every element of the result.
-    const float m = 1.5f + (rewrite ? static_cast<float>((calls - 1) % 2) : 0.0f);
+    const float m = message_value(calls - 1, rewrite);
     return check_and_time(sh, out, reader == Reader::Add ? 2.5f + m : m, bytes, "", us);
 }
 
@@ -185,10 +191,10 @@ double run_cma(size_t bytes, int calls, Reader reader, bool local, bool rewrite)
     const pid_t pid = fork();
     if (pid == 0) {  // the writer: its message, rewritten between calls with -c
         if (cpus > 1) pin(1);
-        std::vector<float> msg(bytes / sizeof(float), 1.5f);
+        std::vector<float> msg(bytes / sizeof(float), message_value(0, rewrite));
         sh->address.v.store(reinterpret_cast<uint64_t>(msg.data()), std::memory_order_release);
         for (int call = 0; call < calls; ++call) {
-            if (rewrite) std::fill(msg.begin(), msg.end(), 1.5f + static_cast<float>(call % 2));
+            if (rewrite) std::fill(msg.begin(), msg.end(), message_value(call, rewrite));
             sh->ready.v.store(call + 1, std::memory_order_release);
             while (sh->done.v.load(std::memory_order_acquire) <= static_cast<uint64_t>(call)) {
             }
@@ -222,7 +228,7 @@ double run_cma(size_t bytes, int calls, Reader reader, bool local, bool rewrite)
         sh->done.v.store(call + 1, std::memory_order_release);
     }
     waitpid(pid, nullptr, 0);
-    const float m = 1.5f + (rewrite ? static_cast<float>((calls - 1) % 2) : 0.0f);
+    const float m = message_value(calls - 1, rewrite);
     const float want = local ? 2.5f : reader == Reader::Add ? 2.5f + m : m;
     return check_and_time(sh, out, want, bytes, " (cross-memory attach)", us);
 }
