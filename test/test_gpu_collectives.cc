@@ -374,12 +374,19 @@ std::vector<chorus_op_t> ops_of(chorus_datatype_t dt) {
 chorus_comm_t make_comm(const char* algo, const char* chunk, const char* one_sided = nullptr) {
     if (algo) setenv("CHORUS_ALGO", algo, 1);
     if (chunk) setenv("CHORUS_CHUNK_BYTES", chunk, 1);
+    // The run's own CHORUS_ONE_SIDED, if it sets one, holds for the other
+    // communicators.
+    const char* outer = std::getenv("CHORUS_ONE_SIDED");
+    const std::string run_one_sided = outer ? outer : "";
     if (one_sided) setenv("CHORUS_ONE_SIDED", one_sided, 1);
     chorus_comm_t c = nullptr;
     const chorus_result_t rc = chorus_comm_create(MPI_COMM_WORLD, &c);
     unsetenv("CHORUS_ALGO");
     unsetenv("CHORUS_CHUNK_BYTES");
-    unsetenv("CHORUS_ONE_SIDED");
+    if (outer)
+        setenv("CHORUS_ONE_SIDED", run_one_sided.c_str(), 1);
+    else
+        unsetenv("CHORUS_ONE_SIDED");
     if (rc != CHORUS_SUCCESS) chorus::fail(rc, "chorus_comm_create: ", chorus_comm_last_error(nullptr));
     return c;
 }
