@@ -202,7 +202,7 @@ TEST_CASE("a message past the piece budget travels in fewer, larger pieces", "[u
     // One step index: at most kPieceBudget pieces, however small the chunk.
     CollArgs a;
     a.coll = Collective::Broadcast;
-    a.size = 2;
+    a.size = 3;  // a chain that forwards (at two ranks a message goes whole)
     a.count = kPieceBudget + 1000;
     a.chunk_bytes = 4;  // one element a piece, were there no budget
     for (int r : {0, 1}) {
@@ -217,5 +217,51 @@ TEST_CASE("a message past the piece budget travels in fewer, larger pieces", "[u
             }
         REQUIRE(transfers == kPieceBudget);
         REQUIRE(moved == a.count * 4);
+    }
+}
+
+TEST_CASE("at two ranks a message nothing forwards travels whole, in a phase in pieces", "[unit][tags]") {
+    // Each of these, at two ranks, moves one block between user buffers:
+    // one message each way, whatever the chunk size. Three ranks (a ring or
+    // chain forwards; where none does, whole blocks would still be many in
+    // flight at once) or a phase of a composed schedule (whose pieces the
+    // next phase may take as they land) keep the pieces.
+    const std::pair<Collective, const char*> algos[] = {
+        {Collective::Allgather, "ring"},    {Collective::Allgather, "bruck"},    {Collective::Allgatherv, "ring"},
+        {Collective::Alltoall, "pairwise"}, {Collective::Alltoallv, "pairwise"}, {Collective::Gather, "binomial"},
+        {Collective::Gather, "linear"},     {Collective::Gatherv, "linear"},     {Collective::Scatter, "binomial"},
+        {Collective::Scatter, "linear"},    {Collective::Scatterv, "linear"},    {Collective::Broadcast, "binomial"},
+        {Collective::Broadcast, "chain"},
+    };
+    for (auto [coll, name] : algos) {
+        const Algorithm& algo = find_algorithm(coll, name);
+        for (int p : {2, 3})
+            for (bool phase : {false, true}) {
+                const bool whole = p == 2 && !phase;
+                size_t messages = 0, largest = 0;
+                for (int r = 0; r < p; ++r) {
+                    CollArgs a = args_at(coll, p, r);
+                    a.count = 4096;  // 16 KiB of float32 a block: 256 pieces of 64 bytes
+                    a.phase = phase;
+                    CAPTURE(collective_name(coll), name, p, phase, r);
+                    auto s = algo.build(a);
+                    s->check_tags();
+                    for (const Step& st : s->steps())
+                        if (st.kind == StepKind::Send) {
+                            ++messages;
+                            largest = std::max<size_t>(largest, st.bytes);
+                        }
+                }
+                CAPTURE(collective_name(coll), name, p, phase, messages, largest);
+                if (whole) {
+                    // One message of the whole block (a broadcast, gather or
+                    // scatter one way; the exchanges both ways).
+                    REQUIRE(largest == 4096 * 4);
+                    REQUIRE(messages <= 2);
+                } else {
+                    REQUIRE(largest == 64);  // args_at's chunk
+                    REQUIRE(messages > 2);
+                }
+            }
     }
 }

@@ -105,6 +105,9 @@ struct CollArgs {
     // The bits of a message's algorithm tag this schedule may use (steps.h's
     // TagSpace); a two-level algorithm builds its phases with fewer.
     uint32_t tag_bits = kStepTagBits;
+    // Built as a phase of a composed schedule (compose.h): a later phase may
+    // take its messages piece by piece as they land.
+    bool phase = false;
     // The receive blocks that hold elements (allgatherv with counts), in rank
     // order, where whoever builds many ranks' schedules from one set of
     // counts found them once (the cost model); null: held_blocks() scans.

@@ -3,7 +3,8 @@
 // Ranks are numbered relative to the root (rel = rank - root mod size) and
 // form a binomial tree: the parent of rel clears its lowest set bit, and the
 // child rel + 2^k roots a subtree of up to 2^k ranks. The message is cut into
-// pieces of at most chunk_bytes. Every piece travels down the tree on its
+// pieces of at most chunk_bytes (at two ranks, one edge, it goes whole:
+// StepBuilder::whole_between_two). Every piece travels down the tree on its
 // own: a rank forwards piece k to its children as soon as piece k has
 // arrived, while piece k+1 is still on its way from the parent. Children are
 // served largest subtree first, so the deepest branch starts earliest.
@@ -26,6 +27,7 @@ std::unique_ptr<Schedule> build_binomial_bcast(const CollArgs& a) {
         return sched;
     }
     StepBuilder sb(s, a, 1);  // one step: piece i is tag (0, i) on every edge of the tree
+    sb.whole_between_two();
     const int p = a.size;
     const int rel = mod(a.rank - a.root, p);
     auto abs_rank = [&](int r) { return mod(r + a.root, p); };

@@ -22,6 +22,7 @@ std::unique_ptr<Schedule> build_binomial_scatter(const CollArgs& a) {
     auto sched = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
     Schedule& s = *sched;
     StepBuilder sb(s, a, 2);  // a subtree's message is at most two runs
+    sb.whole_between_two();
     const TreeBlocks t(a);
     const Buf from = t.buffer(Buf::Send);
 

@@ -29,6 +29,7 @@ std::unique_ptr<Schedule> build_bruck_allgather(const CollArgs& a) {
     }
     const int p = a.size, r = a.rank;
     StepBuilder sb(s, a, 2 * ceil_log2(p));  // two messages (runs) per round
+    sb.whole_between_two();
     const size_t n = a.count;
 
     const size_t es = sb.esize();

@@ -1,7 +1,8 @@
 // Pipelined chain broadcast.
 //
 // The ranks form a line in relative order: root -> rel 1 -> rel 2 -> ... ->
-// rel size-1. The message is cut into pieces of at most chunk_bytes; each
+// rel size-1. The message is cut into pieces of at most chunk_bytes (whole
+// at two ranks: nothing forwards it); each
 // rank passes piece k on to the next rank as soon as it has arrived, while
 // piece k+1 is arriving, so every link of the chain is busy at once once the
 // pipeline has filled.
@@ -25,6 +26,7 @@ std::unique_ptr<Schedule> build_chain_bcast(const CollArgs& a) {
         return sched;
     }
     StepBuilder sb(s, a, 1);  // one step: piece i is tag (0, i) on every link
+    sb.whole_between_two();
     const int p = a.size;
     const int rel = mod(a.rank - a.root, p);
 

@@ -203,6 +203,7 @@ CollArgs Composer::phase_args(Collective c, int rank, int size) const {
     s.chunk_bytes = a_.chunk_bytes;
     s.depth = a_.depth;
     s.tag_bits = a_.tag_bits - kPhaseTagBits;
+    s.phase = true;
     s.cost = a_.cost;
     return s;
 }

@@ -8,9 +8,9 @@
 // transfer with the k-th of them waits for the (last piece of the) one with
 // the (k - depth)-th, so at most `depth` messages converge on it (or leave
 // it) at once instead of size - 1. Blocks travel in pieces of at most
-// chunk_bytes; an empty block is no message. The root's own block is a local
-// copy behind its first window (in place, already where it belongs: the
-// executor skips it).
+// chunk_bytes (whole at two ranks); an empty block is no message. The
+// root's own block is a local copy behind its first window (in place,
+// already where it belongs: the executor skips it).
 //
 // Steps: one for the other ranks; (size - 1) / depth windows at the root.
 // Bytes: every block crosses the network once (the minimum), so it suits
@@ -32,6 +32,7 @@ std::unique_ptr<Schedule> build_direct(const CollArgs& a, bool gather) {
     auto sched = std::make_unique<Schedule>(a.dtype, a.op, a.rank, a.size);
     Schedule& s = *sched;
     StepBuilder sb(s, a, 1);  // one message per peer
+    sb.whole_between_two();
     const int p = a.size, root = a.root, window = std::max(1, a.depth);
     if (a.rank != root) {
         if (gather)

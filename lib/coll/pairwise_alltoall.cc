@@ -10,7 +10,8 @@
 // fills a pipeline chunk (its own pieces keep the link busy, and more peers
 // at once would only make receivers contend). The window is this rank's
 // own affair (what it posts when), so alltoallv's ranks may differ in it. Blocks
-// travel in pieces of at most chunk_bytes; an empty block is no message.
+// travel in pieces of at most chunk_bytes (whole at two ranks:
+// StepBuilder::whole_between_two); an empty block is no message.
 // The own block is a local copy, behind the first step's sends.
 //
 // In place the blocks to send are the receive buffer's own blocks: each
@@ -32,6 +33,7 @@ std::unique_ptr<Schedule> build_pairwise_alltoall(const CollArgs& a) {
     Schedule& s = *sched;
     const int p = a.size, r = a.rank;
     StepBuilder sb(s, a, p);  // steps 1 .. size-1
+    sb.whole_between_two();
     size_t largest = 0;
     for (int i = 0; i < p; ++i)
         largest = std::max({largest, a.block(Side::Send, i).count, a.block(Side::Recv, i).count});

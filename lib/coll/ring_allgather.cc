@@ -7,8 +7,9 @@
 // the next rank and receives block (rank - s - 1) from the previous one,
 // straight into its final place. Blocks travel in pieces of at most
 // chunk_bytes, and a rank forwards each piece of a block as soon as that
-// piece has arrived, so successive steps overlap. An empty block is no
-// message at all: both ends know its count.
+// piece has arrived, so successive steps overlap (at two ranks, one
+// exchange, a block travels whole: StepBuilder::whole_between_two). An
+// empty block is no message at all: both ends know its count.
 //
 // Steps: size - 1 (plus pieces - 1 to drain the pipeline). Bytes: every rank
 // sends and receives every block but its own, the minimum for an all-gather;
@@ -27,6 +28,7 @@ std::unique_ptr<Schedule> build_ring_allgather(const CollArgs& a) {
     Schedule& s = *sched;
     const int p = a.size, r = a.rank;
     StepBuilder sb(s, a, p - 1);
+    sb.whole_between_two();
     auto block = [&](int b) { return a.block(Side::Recv, b); };
 
     // The steps that move a block: all of them with every block held, else
