@@ -231,7 +231,7 @@ TEST_CASE("at two ranks a message nothing forwards travels whole, in a phase in 
         {Collective::Alltoall, "pairwise"}, {Collective::Alltoallv, "pairwise"}, {Collective::Gather, "binomial"},
         {Collective::Gather, "linear"},     {Collective::Gatherv, "linear"},     {Collective::Scatter, "binomial"},
         {Collective::Scatter, "linear"},    {Collective::Scatterv, "linear"},    {Collective::Broadcast, "binomial"},
-        {Collective::Broadcast, "chain"},
+        {Collective::Broadcast, "chain"},   {Collective::Allgatherv, "bcast"},
     };
     for (auto [coll, name] : algos) {
         const Algorithm& algo = find_algorithm(coll, name);

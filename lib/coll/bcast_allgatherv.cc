@@ -10,7 +10,7 @@
 // lists its steps in the same order, (round, block, piece), so the earliest
 // unfinished transfer of the whole group is always one both of its ends have
 // posted, whatever the windows. Blocks travel in pieces that are forwarded as
-// they arrive; an empty block is no message at all.
+// they arrive (whole at two ranks); an empty block is no message at all.
 //
 // Steps: ceil(log2 size) rounds, against size - 1 for the ring: a block a few
 // ranks hold reaches everyone after log2(size) hops, not size - 1. Bytes:
@@ -30,6 +30,7 @@ std::unique_ptr<Schedule> build_bcast_allgatherv(const CollArgs& a) {
     Schedule& s = *sched;
     const int p = a.size, r = a.rank;
     StepBuilder sb(s, a, p);  // one step index per block
+    sb.whole_between_two();   // one exchange: nothing forwards a piece
     int rounds = 0;
     while ((1 << rounds) < p) ++rounds;
 

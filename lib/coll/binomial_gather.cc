@@ -31,20 +31,27 @@ std::unique_ptr<Schedule> build_binomial_gather(const CollArgs& a) {
     const TreeBlocks t(a);
     const Buf into = t.buffer(Buf::Recv);
 
-    // The own block (a leaf's goes straight from its send buffer; the root's
-    // is skipped in place).
+    // The own block (a leaf's goes straight from its send buffer). An inner
+    // rank's goes first, as its message upward carries it; the root's
+    // (skipped in place) trails the receives from its first child: on one
+    // host the root's read of the child's block then starts at once, and
+    // the child is released sooner.
     Writes held;  // what this rank has gathered, by element
-    if (t.subtree > 1 || t.rel == 0) {
+    if (t.subtree > 1 && t.rel != 0) {
         std::vector<StepId> own = sb.copy(into, t.place(t.rel), Buf::Send, 0, t.n);
         if (!own.empty()) held.add(0, t.n, own[0]);
     }
+    std::vector<StepId> first_kid;  // the root's receives from its first child
     for (int kid : binomial_children(t.rel, t.p)) {
         uint32_t part = 0;
         for (RankRun run : t.runs(kid)) {
             const size_t at = t.place(run.first);
-            held.add_pieces(sb, at, t.elems(run), sb.recv(t.abs_rank(kid), part++, into, at, t.elems(run)));
+            std::vector<StepId> got = sb.recv(t.abs_rank(kid), part++, into, at, t.elems(run));
+            if (t.rel == 0 && kid == t.rel + 1) append(first_kid, got);
+            held.add_pieces(sb, at, t.elems(run), got);
         }
     }
+    if (t.rel == 0) sb.copy_behind(into, t.place(0), Buf::Send, 0, t.n, first_kid);
     if (t.rel != 0) {
         const int parent = t.abs_rank(binomial_parent(t.rel));
         uint32_t part = 0;
