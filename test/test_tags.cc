@@ -264,4 +264,22 @@ TEST_CASE("at two ranks a message nothing forwards travels whole, in a phase in 
                 }
             }
     }
+    // "Whole" stops at StepBuilder::kWholeBytes a piece (what staged device
+    // buffers pin each way): 130 MiB go in three pieces.
+    const Algorithm& ring = find_algorithm(Collective::Allgather, "ring");
+    for (int r : {0, 1}) {
+        CollArgs a = args_at(Collective::Allgather, 2, r);
+        a.count = (size_t(130) << 20) / 4;
+        auto s = ring.build(a);
+        s->check_tags();
+        size_t sends = 0, moved = 0;
+        for (const Step& st : s->steps())
+            if (st.kind == StepKind::Send) {
+                ++sends;
+                moved += st.bytes;
+                REQUIRE(st.bytes <= StepBuilder::kWholeBytes);
+            }
+        REQUIRE(sends == 3);
+        REQUIRE(moved == a.count * 4);
+    }
 }

@@ -78,30 +78,32 @@ public:
     size_t esize() const { return esize_; }
     Region at(Buf b, size_t elem) const { return {b, elem * esize_}; }
 
-    // At two ranks, every range in one piece: for a schedule whose messages
-    // nothing forwards or reduces piece by piece (the two ranks exchange
-    // blocks between user buffers), where a piece buys no overlap and costs
-    // a handshake of its own. Measured at np=2 on one host (all-gather in
-    // place, 4 MiB, three alternating runs): 712 us in 64 KiB pieces, 489 in
-    // 256 KiB ones, 401 whole: about 5 us a piece (the single-copy read's
-    // system call, its cell and its acknowledgement). Not in a phase of a
-    // composed schedule (CollArgs::phase), whose pieces the next phase may
-    // take as they land. Device buffers through staging then stage a whole
-    // message at once (at most one each way).
-    void whole_between_two() { whole_ = a_.size == 2 && !a_.phase; }
+    // At two ranks, every range in one piece (of up to kWholeBytes): for a
+    // schedule whose messages nothing forwards or reduces piece by piece
+    // (the two ranks exchange blocks between user buffers), where a piece
+    // buys no overlap and costs a handshake of its own. Measured at np=2 on
+    // one host (all-gather in place, 4 MiB, three alternating runs): 712 us
+    // in 64 KiB pieces, 489 in 256 KiB ones, 401 whole: about 5 us a piece
+    // (the single-copy read's system call, its cell and its
+    // acknowledgement). Not in a phase of a composed schedule
+    // (CollArgs::phase), whose pieces the next phase may take as they land.
+    // The cap bounds what device buffers through staging pin each way; a
+    // handshake per 64 MiB costs nothing.
+    void whole_between_two() {
+        if (a_.size == 2 && !a_.phase) chunk_elems_ = std::max(chunk_elems_, kWholeBytes / esize_);
+    }
+    static constexpr size_t kWholeBytes = size_t(64) << 20;
+
     const TagSpace& tags() const { return tags_; }
     // The tag of piece `piece` of a message of step `step`.
     uint32_t tag_of(uint64_t step, size_t piece) const { return tags_.tag(step, piece); }
 
     // How many pieces a range of `count` elements travels in.
-    size_t pieces(size_t count) const {
-        return whole_ ? 1 : std::min(tags_.max_pieces(), num_chunks(count, chunk_elems_));
-    }
+    size_t pieces(size_t count) const { return std::min(tags_.max_pieces(), num_chunks(count, chunk_elems_)); }
     Range piece(size_t count, size_t i) const { return split(count, pieces(count), i); }
     // The largest piece of any range of at most `count` elements (to size a
     // slot that any of them fits).
     size_t largest_piece(size_t count) const {
-        if (whole_) return count;
         return std::min(count, std::max(chunk_elems_, ceil_div(count, tags_.max_pieces())));
     }
 
@@ -191,7 +193,6 @@ private:
     const CollArgs& a_;
     size_t esize_;
     size_t chunk_elems_;
-    bool whole_ = false;
     TagSpace tags_;
 };
 
