@@ -106,8 +106,8 @@ bool one_sided_bcast(const CollArgs& a) {
 // attach, by the receiver) without the exposure's messages: at np=2 the
 // one-sided scatter was 0.81-1.19x warm and 0.80-0.96x cold from 512 KiB,
 // and the one-sided gather, against the binomial one's 0.99-1.04x MPI
-// (warm) and 0.95-1.01x (cold) at 256 KiB-16 MiB (three and two
-// alternating runs), 0.87-1.0x and 0.73-0.98x: the peer's write into the
+// warm and 0.83-0.99x cold at 256 KiB-16 MiB (medians of three and two
+// alternating runs), 0.87-1.01x and 0.82-0.93x: the peer's write into the
 // root's buffer while the root copies its own block does not go faster
 // than the root's read and copy one after the other.
 bool one_sided_rooted(const CollArgs& a) {
