@@ -51,8 +51,9 @@ std::unique_ptr<Schedule> build_binomial_gather(const CollArgs& a) {
             held.add_pieces(sb, at, t.elems(run), got);
         }
     }
-    if (t.rel == 0) sb.copy_behind(into, t.place(0), Buf::Send, 0, t.n, first_kid);
-    if (t.rel != 0) {
+    if (t.rel == 0) {
+        sb.copy_behind(into, t.place(0), Buf::Send, 0, t.n, first_kid);
+    } else {
         const int parent = t.abs_rank(binomial_parent(t.rel));
         uint32_t part = 0;
         for (RankRun run : t.runs(t.rel)) {

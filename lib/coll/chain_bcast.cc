@@ -2,10 +2,9 @@
 //
 // The ranks form a line in relative order: root -> rel 1 -> rel 2 -> ... ->
 // rel size-1. The message is cut into pieces of at most chunk_bytes (whole
-// at two ranks: nothing forwards it); each
-// rank passes piece k on to the next rank as soon as it has arrived, while
-// piece k+1 is arriving, so every link of the chain is busy at once once the
-// pipeline has filled.
+// at two ranks: nothing forwards it); each rank passes piece k on to the
+// next rank as soon as it has arrived, while piece k+1 is arriving, so every
+// link of the chain is busy at once once the pipeline has filled.
 //
 // Steps: (size - 1) + (pieces - 1): the first piece needs size - 1 hops, and
 // then one piece leaves the chain per step. Bytes: each rank except the last
