@@ -3,9 +3,11 @@
 # Run as root (or with sudo available) on Debian 12.
 set -euo pipefail
 # MPICH beside Open MPI (for the -Dmpi=mpich build; the mpi alternatives stay
-# on Open MPI), and gfortran for the interposer's Fortran tests.
+# on Open MPI), gfortran for the interposer's Fortran tests, and for the
+# vcluster suite iproute2 (ip, tc: its namespaces, links and rate limits;
+# without it the suite skips) and bc (its driver's timings).
 pkgs=(g++ gfortran meson ninja-build pkg-config libopenmpi-dev openmpi-bin mpich libmpich-dev libucx-dev catch2 python3
-  python3-matplotlib)
+  python3-matplotlib iproute2 bc)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
