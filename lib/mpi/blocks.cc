@@ -99,6 +99,22 @@ int Blocks::pack_all() {
     return MPI_SUCCESS;
 }
 
+Blocks::~Blocks() {
+    if (held_ != MPI_DATATYPE_NULL) PMPI_Type_free(&held_);
+}
+
+// Only a packed buffer uses its datatype after the call returns (a
+// received one to unpack it; a sent one is packed at the start). A
+// duplicate is a new handle to the same type map, which MPI keeps for it.
+void Blocks::hold_type() {
+    if (unit_.direct || !write_ || type_ == MPI_DATATYPE_NULL || held_ != MPI_DATATYPE_NULL) return;
+    if (PMPI_Type_dup(type_, &held_) != MPI_SUCCESS) {
+        held_ = MPI_DATATYPE_NULL;
+        return;
+    }
+    type_ = held_;
+}
+
 int Blocks::unpack_all() {
     if (!write_ || unit_.direct) return MPI_SUCCESS;
     for (size_t i = 0; i < bytes_.size(); ++i) {

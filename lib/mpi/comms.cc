@@ -3,9 +3,12 @@
 // in an attribute. MPI_Comm_free deletes the attribute, whose callback
 // destroys the Chorus communicator; destroying one is local, so ranks may
 // free their communicators in any order, as MPI allows. Whatever is left at
-// MPI_Finalize is destroyed then. Requests still in flight on a
-// communicator (MPI allows freeing it, and freeing them) are completed
-// first.
+// MPI_Finalize is destroyed then. MPI_Comm_free is local, so it does not
+// wait for calls still in flight on the communicator: those go on (their
+// errors raised on MPI_COMM_SELF), and the Chorus communicator is destroyed
+// after the last of them completes (reap_freed_comms). Only requests the
+// program gave up with MPI_Request_free (erroneous for collectives in MPI,
+// and waited for by nobody) are completed by MPI_Comm_free, as before.
 #include <atomic>
 #include <cstdio>
 #include <map>
@@ -21,7 +24,7 @@ thread_local LastLookup t_last CHORUS_MPI_TLS;
 
 struct Entry {
     uint64_t seq = 0;  // creation order on this rank
-    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Comm comm = MPI_COMM_NULL;  // null once the program freed it
     Target target;                 // cc is null once destroyed, or if creation failed
     std::mutex lane;               // target.lane
     std::unique_ptr<Tuner> tuner;  // target.tuner
@@ -35,6 +38,8 @@ namespace {
 struct Registry {
     std::mutex mutex;
     std::map<uint64_t, Entry*> live;  // by seq
+    std::vector<Entry*> freed;        // MPI communicator freed, calls still in flight
+    std::atomic<size_t> n_freed{0};   // freed.size(), read without the mutex
     uint64_t next_seq = 1;
     int keyval = MPI_KEYVAL_INVALID;
     int finalize_keyval = MPI_KEYVAL_INVALID;
@@ -50,8 +55,8 @@ Registry& registry() {
 // other communicators (a peer may wait for one of them before it joins
 // this call, as MPI's progress rules allow).
 void drive_mpi(void* arg) {
-    int flag = 0;
-    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, static_cast<Entry*>(arg)->comm, &flag, MPI_STATUS_IGNORE);
+    (void)arg;
+    turn_mpi();
     if (requests_live()) progress_requests();
 }
 
@@ -69,15 +74,31 @@ void destroy(Entry* e) {
 
 // Attribute delete callback: MPI_Comm_free, or MPI_Finalize for
 // MPI_COMM_WORLD and MPI_COMM_SELF (after teardown has destroyed theirs).
+// With calls in flight the entry waits in `freed` until they are done.
 int delete_entry(MPI_Comm, int, void* value, void*) {
     Entry* e = static_cast<Entry*>(value);
     g_generation.fetch_add(1, std::memory_order_acq_rel);
-    if (!torn_down()) destroy(e);
+    Registry& r = registry();
     {
-        Registry& r = registry();
         std::lock_guard<std::mutex> lock(r.mutex);
         r.live.erase(e->seq);
+        // Listed before its requests are orphaned: one that completes
+        // meanwhile finds it here.
+        if (!torn_down() && e->target.cc && requests_live()) {
+            r.freed.push_back(e);
+            r.n_freed.store(r.freed.size(), std::memory_order_release);
+            e = nullptr;
+        }
     }
+    if (!e) {
+        e = static_cast<Entry*>(value);
+        e->comm = MPI_COMM_NULL;
+        finish_requests(e->target.cc, true);
+        orphan_requests(e->target.cc);
+        reap_freed_comms();
+        return MPI_SUCCESS;
+    }
+    if (!torn_down()) destroy(e);
     delete e;
     return MPI_SUCCESS;
 }
@@ -165,8 +186,33 @@ Gate chorus_comm_of(Fn fn, MPI_Comm comm, Target* out, int* error) {
     return Gate::Chorus;
 }
 
+void reap_freed_comms() {
+    Registry& r = registry();
+    if (r.n_freed.load(std::memory_order_acquire) == 0 || t_inside != 0) return;
+    std::vector<Entry*> idle;
+    {
+        std::lock_guard<std::mutex> lock(r.mutex);
+        for (size_t i = 0; i < r.freed.size();) {
+            if (comm_busy(r.freed[i]->target.cc)) {
+                ++i;
+                continue;
+            }
+            idle.push_back(r.freed[i]);
+            r.freed[i] = r.freed.back();
+            r.freed.pop_back();
+        }
+        r.n_freed.store(r.freed.size(), std::memory_order_release);
+    }
+    for (Entry* e : idle) {
+        destroy(e);
+        delete e;
+    }
+}
+
 void destroy_all_comms() {
     finish_requests(nullptr);  // those handed to PMPI with staged buffers too
+    reap_freed_comms();
+    finish_turning();
     Registry& r = registry();
     std::map<uint64_t, Entry*> snapshot;
     {

@@ -128,6 +128,16 @@ public:
     // Unpacks every block into the user's buffer, and copies host views of
     // device buffers back; nothing unless init() said `write`.
     int unpack_all();
+    // Keeps the datatype valid until this is destroyed: a nonblocking
+    // call's blocks outlive the call, and MPI lets the program free the
+    // handle meanwhile. Called once the call has started on every rank, so
+    // a failure (out of memory) fails nothing: the program's own handle is
+    // used then, as it is until the call returns.
+    void hold_type();
+    // Errors from now on are raised on `comm` (MPI_COMM_SELF once the
+    // call's communicator was freed).
+    void rebind(MPI_Comm comm) { comm_ = comm; }
+    ~Blocks();
 
     char* base() const { return base_; }
     const size_t* counts() const { return bytes_.data(); }
@@ -141,6 +151,7 @@ private:
     Fn fn_ = kNumFns;
     MPI_Comm comm_ = MPI_COMM_NULL;
     MPI_Datatype type_ = MPI_DATATYPE_NULL;
+    MPI_Datatype held_ = MPI_DATATYPE_NULL;  // hold_type()'s duplicate, freed with this
     Layout unit_;
     Shape shape_;
     bool write_ = false;
@@ -168,6 +179,15 @@ struct Pending {
     // (initialized first). Returns MPI_SUCCESS or the error raised.
     int own_block(Fn fn, MPI_Comm comm, bool in_place, size_t me, const void* sendbuf, int sendcount,
                   MPI_Datatype sendtype, const Layout& su);
+    // For a nonblocking call: the datatypes held (Blocks::hold_type).
+    void hold_types() {
+        recv.hold_type();
+        send.hold_type();
+    }
+    void rebind(MPI_Comm comm) {
+        recv.rebind(comm);
+        send.rebind(comm);
+    }
     const void* own() const { return in_place_ ? recv.block(me_) : send.base(); }
     size_t own_bytes() const { return in_place_ ? recv.bytes(me_) : send.bytes(0); }
 

@@ -108,6 +108,7 @@ void complete(Request& r, int code) {
         }
     }
     if (forget != MPI_REQUEST_NULL) PMPI_Request_free(&forget);
+    if (r.orphan) reap_freed_comms();
 }
 
 // A Chorus call has finished with `rc` (`why`: its message): its error is
@@ -239,6 +240,46 @@ bool wait_alone(Request& r) {
     return true;
 }
 
+bool orphan_requests(chorus_comm_t cc) {
+    std::vector<RequestPtr> mine;
+    {
+        Table& t = table();
+        std::lock_guard<std::mutex> lock(t.mutex);
+        for (const RequestPtr& r : t.all)
+            if (!r->done.load(std::memory_order_acquire) && r->cc == cc) mine.push_back(r);
+    }
+    bool running = false;
+    for (const RequestPtr& r : mine) {
+        // Under the claim: no other thread concludes it meanwhile, reading
+        // the communicator this rebinds. A claim is held for a test, or for
+        // a wait by another thread, which ends.
+        Backoff backoff;
+        for (;;) {
+            Claim claim(*r);
+            if (claim.ok()) {
+                if (!r->done.load(std::memory_order_acquire)) {
+                    r->comm = MPI_COMM_SELF;
+                    if (r->pending) r->pending->rebind(MPI_COMM_SELF);
+                    r->orphan = true;
+                    running = true;
+                }
+                break;
+            }
+            if (r->done.load(std::memory_order_acquire)) break;
+            backoff.pause();
+        }
+    }
+    return running;
+}
+
+bool comm_busy(chorus_comm_t cc) {
+    Table& t = table();
+    std::lock_guard<std::mutex> lock(t.mutex);
+    for (const RequestPtr& r : t.all)
+        if (!r->done.load(std::memory_order_acquire) && r->cc == cc) return true;
+    return false;
+}
+
 void progress_requests() {
     // A thread's own list, kept between calls; a nested call (from an
     // error handler) gets one of its own.
@@ -257,6 +298,7 @@ void progress_requests() {
     for (const RequestPtr& r : running) poll(*r);
     running.clear();
     if (outer) busy = false;
+    reap_freed_comms();
 }
 
 int retire(const RequestPtr& r, MPI_Request* handle, MPI_Status* status) {
@@ -287,13 +329,14 @@ void release(const RequestPtr& r) {
 // Every request is tested on every turn, those of other communicators too:
 // waiting for one communicator at a time could wait for a peer that waits
 // for another one first.
-void finish_requests(chorus_comm_t cc) {
+void finish_requests(chorus_comm_t cc, bool only_freed) {
     std::vector<RequestPtr> mine;
     {
         Table& t = table();
         std::lock_guard<std::mutex> lock(t.mutex);
         for (const RequestPtr& r : t.all)
-            if (!r->done.load(std::memory_order_acquire) && (!cc || r->cc == cc)) mine.push_back(r);
+            if (!r->done.load(std::memory_order_acquire) && (!cc || r->cc == cc) && (!only_freed || r->freed))
+                mine.push_back(r);
     }
     Backoff backoff;
     for (;;) {
@@ -327,6 +370,7 @@ int start_request(Fn fn, MPI_Comm comm, MPI_Request* request, const Target& t, s
         PMPI_Request_free(&r->handle);
         return raise_error(comm, rc, std::string(fn_name(fn)) + ": " + why);
     }
+    if (r->pending) r->pending->hold_types();
     add(r);
     *request = r->handle;
     return MPI_SUCCESS;
@@ -349,9 +393,55 @@ int track_staged(Fn fn, MPI_Comm comm, MPI_Request* request, HostStaging&& stagi
     return MPI_SUCCESS;
 }
 
+namespace {
+
+// A receive that never matches, on a private duplicate of MPI_COMM_SELF:
+// MPI_Test on it turns the whole of MPI's progress engine in every MPI.
+// MPI_Iprobe does not: MPICH's progresses point-to-point messages but not
+// the schedules of its own nonblocking collectives, so a rank waiting in
+// Chorus left a peer's MPI_Iscan (or any call handed to MPI) without this
+// rank's part, and the peer, blocked in MPI_Waitall on it, never started
+// the Chorus call this rank waited for.
+struct Poke {
+    std::mutex mutex;  // one thread tests the request at a time
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Request request = MPI_REQUEST_NULL;
+    char byte = 0;
+    bool failed = false;
+};
+
+Poke& poke() {
+    static Poke* p = new Poke;  // never destroyed: finish_turning() cancels its receive
+    return *p;
+}
+
+}  // namespace
+
 void turn_mpi() {
-    int flag = 0;
+    Poke& p = poke();
+    std::unique_lock<std::mutex> lock(p.mutex, std::try_to_lock);
+    if (lock.owns_lock() && !p.failed && p.request == MPI_REQUEST_NULL && !torn_down()) {
+        p.failed = PMPI_Comm_dup(MPI_COMM_SELF, &p.comm) != MPI_SUCCESS ||
+                   PMPI_Irecv(&p.byte, 1, MPI_BYTE, 0, 0, p.comm, &p.request) != MPI_SUCCESS;
+    }
+    if (lock.owns_lock() && p.request != MPI_REQUEST_NULL) {
+        int flag = 0;
+        PMPI_Test(&p.request, &flag, MPI_STATUS_IGNORE);
+        return;
+    }
+    int flag = 0;  // another thread turns it now, or it could not be made
     PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+}
+
+void finish_turning() {
+    Poke& p = poke();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    if (p.request != MPI_REQUEST_NULL) {
+        PMPI_Cancel(&p.request);
+        PMPI_Wait(&p.request, MPI_STATUS_IGNORE);
+    }
+    if (p.comm != MPI_COMM_NULL) PMPI_Comm_free(&p.comm);
+    p.failed = true;  // no more after teardown
 }
 
 void Backoff::pause() {

@@ -39,6 +39,8 @@ struct Request {
     MPI_Request inner = MPI_REQUEST_NULL;
     std::unique_ptr<HostStaging> staging;
 
+    bool orphan = false;  // its communicator was freed: errors go to MPI_COMM_SELF (set under the claim)
+
     std::atomic<bool> claimed{false};  // a thread is testing or completing it
     std::atomic<bool> done{false};     // completed: `result` set, the grequest complete
     int result = MPI_SUCCESS;          // the call's MPI error code (already raised)
@@ -74,12 +76,31 @@ void release(const RequestPtr& r);
 
 // Completes every request of `cc` (every request when null), waiting for
 // each: before a Chorus communicator is destroyed, and at MPI_Finalize.
-void finish_requests(chorus_comm_t cc);
+// `only_freed`: only those the program gave up with MPI_Request_free.
+void finish_requests(chorus_comm_t cc, bool only_freed = false);
+
+// The program freed the MPI communicator of `cc` while calls on it are in
+// flight (MPI_Comm_free is local: it must not wait for them). Those calls
+// the program still holds go on (those it freed with MPI_Request_free,
+// which MPI calls erroneous for collectives and nobody waits for, are
+// completed by MPI_Comm_free first: finish_requests(cc, true)); their errors are raised on MPI_COMM_SELF from now on. True if any
+// is still running: then the communicator is destroyed after the last one
+// (comms.cc, reap_freed_comms).
+bool orphan_requests(chorus_comm_t cc);
+// Whether a request of `cc` is still running.
+bool comm_busy(chorus_comm_t cc);
+// Destroys the Chorus communicators whose MPI communicators were freed
+// with calls in flight, once those calls are done; only outside Chorus
+// (not from a waiting call's idle hook). Cheap when there are none.
+void reap_freed_comms();
 
 // One turn of MPI's progress engine, as any MPI_Test would give it: a
 // test of the interposer's requests that finds one unfinished gives MPI a
-// turn too (a peer may wait in MPI_Recv for a message of this rank's).
+// turn too (a peer may wait in MPI_Recv for a message of this rank's, or
+// for this rank's part of a nonblocking collective handed to MPI).
 void turn_mpi();
+// At teardown: the receive turn_mpi() tests is cancelled and freed.
+void finish_turning();
 
 // Between two fruitless turns of a waiting loop: spin a little, then yield
 // the CPU (turning MPI's progress engine), then nap, as the library's own
