@@ -6,8 +6,13 @@
 #                  [scale] cases) and loopback suites
 #   build-tsan/    -Dcuda=disabled, ThreadSanitizer: the thread tests (suite
 #                  threads)
-#   build-mpich/   -Dmpi=mpich -Dcuda=disabled, under MPICH's mpiexec: mpi
-#                  and interposer suites
+#   build-mpich/   -Dmpi=mpich -Dcuda=disabled, under MPICH's mpiexec: mpi,
+#                  interposer and conformance suites
+# The conformance suite (mpi4py's tests on plain MPI and under the preload)
+# needs mpi4py built against each MPI: tools/mpi4py-setup.sh makes it once
+# and reuses it from ${CHORUS_CACHE:-$HOME/.cache/chorus} afterwards. The
+# interposer_stress suite (the nonblocking path, 10,000 rounds) runs in
+# build/ and again under both sanitizers.
 # The unit suite depends on neither the MPI nor CUDA: it runs in full once, in
 # build/. Three builds are without CUDA; the mpi suite runs with and without.
 # Usage: tools/test.sh
@@ -16,6 +21,8 @@ cd "$(dirname "$0")/.."
 tools/deps.sh
 source tools/env.sh
 rm -rf build build-asan build-tsan build-mpich
+tools/mpi4py-setup.sh openmpi
+tools/mpi4py-setup.sh mpich
 
 meson setup build -Dwerror=true
 meson compile -C build
@@ -24,10 +31,17 @@ meson test -C build --print-errorlogs
 # -O1, as AddressSanitizer's documentation advises: at -O3 the build took
 # twice as long to compile.
 meson setup build-asan -Dcuda=disabled -Ddebug=true -Doptimization=1 -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true
-meson compile -C build-asan test/test_unit test/test_loopback test/gpu/test_gpu_api
+meson compile -C build-asan test/test_unit test/test_loopback test/gpu/test_gpu_api \
+  lib/mpi/chorus_mpi test/interposer/interposer_nonblocking_legal
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
   meson test -C build-asan --no-rebuild --print-errorlogs --suite unit --suite loopback --no-suite scale \
   --timeout-multiplier 4
+# The interposer's stress run, leaks checked (test/lsan.supp: those inside
+# MPI and UCX are theirs). Full unwinding: MPI and UCX have no frame
+# pointers; Open MPI keeps its plugins loaded so their frames have names.
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 \
+  LSAN_OPTIONS=suppressions=$PWD/test/lsan.supp:print_suppressions=0 OMPI_MCA_mca_base_component_disable_dlclose=1 \
+  meson test -C build-asan --no-rebuild --print-errorlogs --suite interposer_stress
 
 # ThreadSanitizer: collectives from several threads at once, through the C
 # API (loopback and mpirun) and under the preload. UCX's memory hooks are off
@@ -35,7 +49,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
 # UCX, which are not instrumented, are suppressed (test/tsan.supp).
 meson setup build-tsan -Dcuda=disabled -Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dwerror=true
 meson compile -C build-tsan test/test_loopback test/test_mpi_dropin test/interposer/interposer_dropin \
-  test/interposer/interposer_icalls lib/mpi/chorus_mpi
+  test/interposer/interposer_icalls test/interposer/interposer_nonblocking_legal lib/mpi/chorus_mpi
 # history_size=7: the longest access history, so that a report can show
 # both stacks. ignore_noninstrumented_modules=1: the interceptors (mutexes,
 # memory functions) called from MPI and UCX, which are not instrumented, are
@@ -47,8 +61,8 @@ meson compile -C build-tsan test/test_loopback test/test_mpi_dropin test/interpo
 # could match it. With it: 34 runs of 34.
 TSAN_OPTIONS="suppressions=$PWD/test/tsan.supp halt_on_error=1 history_size=7 ignore_noninstrumented_modules=1" \
   UCX_MEM_EVENTS=no \
-  meson test -C build-tsan --no-rebuild --print-errorlogs --suite threads --timeout-multiplier 2
+  meson test -C build-tsan --no-rebuild --print-errorlogs --suite threads --suite interposer_stress --timeout-multiplier 2
 
 meson setup build-mpich -Dmpi=mpich -Dcuda=disabled -Dwerror=true
 meson compile -C build-mpich
-meson test -C build-mpich --print-errorlogs --suite mpi --suite interposer
+meson test -C build-mpich --print-errorlogs --suite mpi --suite interposer --suite conformance

@@ -7,7 +7,8 @@
       -1, -2, ... for repeats);
   (b) every CHORUS_* name the manual mentions exists: a setting, a name
       that include/chorus.h or the Fortran module defines, or a variable a
-      program of perf/ reads (NAME_* stands for the names it begins);
+      program of perf/ or a script of tools/ reads (NAME_* stands for the
+      names it begins);
       every setting (the one table in lib/core/config.cc, and any CHORUS_*
       variable read elsewhere in lib/ through chorus_setting or getenv) has
       its row in docs/configuration.md, no row names anything else, and the
@@ -159,7 +160,8 @@ def settings_from_source():
 
 def other_names():
     """CHORUS_* names that are not settings but exist: the C API's, the
-    Fortran module's, and the variables perf/'s programs read."""
+    Fortran module's, the variables perf/'s programs read, and those the
+    scripts of tools/ read."""
     names = set()
     header = read(os.path.join(ROOT, 'include', 'chorus.h'))
     names |= set(re.findall(r'#\s*define\s+(CHORUS_[A-Z0-9_]+)', header))
@@ -168,6 +170,9 @@ def other_names():
         names |= set(re.findall(r'parameter\b[^:\n]*::\s*(CHORUS_[A-Z0-9_]+)', read(path), re.I))
     for path in source_files('perf', ('.c', '.cc', '.h')):
         names |= set(READ_CALL.findall(read(path)))
+    # The scripts' own variables (tools/*.sh): ${CHORUS_X...} read there.
+    for path in source_files('tools', ('.sh',)):
+        names |= set(re.findall(r'\$\{?(CHORUS_[A-Z0-9_]+)', read(path)))
     return names
 
 
@@ -183,7 +188,7 @@ def check_names(path, known):
                 if not any(k.startswith(prefix) for k in known):
                     problem(path, n, f'{name}: no setting or API name begins with {prefix}')
             elif name not in known:
-                problem(path, n, f'{name} is neither a setting nor a name of chorus.h, the Fortran module or perf/')
+                problem(path, n, f'{name} is neither a setting nor a name of chorus.h, the Fortran module, perf/ or tools/')
 
 
 def check_configuration_page(settings):

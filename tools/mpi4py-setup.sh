@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Makes (or reuses) what the conformance suite needs for one MPI: a venv
+# with mpi4py built against that MPI from PyPI's source distribution, and
+# that distribution's test suite unpacked beside it. Both are cached under
+# ${CHORUS_CACHE:-$HOME/.cache/chorus}/mpi4py-<mpi>-<version>/ and reused
+# when present (building mpi4py takes a few minutes on two cores).
+# Usage: tools/mpi4py-setup.sh openmpi|mpich
+set -euo pipefail
+mpi=${1:?usage: tools/mpi4py-setup.sh openmpi|mpich}
+version=4.1.2
+case "$mpi" in
+  openmpi) mpicc=mpicc ;;
+  mpich) mpicc=mpicc.mpich ;;
+  *) echo "unknown MPI: $mpi" >&2; exit 2 ;;
+esac
+dir=${CHORUS_CACHE:-$HOME/.cache/chorus}/mpi4py-$mpi-$version
+if [ -x "$dir/venv/bin/python" ] && [ -f "$dir/test/main.py" ] &&
+   "$dir/venv/bin/python" -c "import mpi4py; assert mpi4py.__version__ == '$version'" 2>/dev/null; then
+  echo "$dir"
+  exit 0
+fi
+rm -rf "$dir"
+mkdir -p "$dir"
+python3 -m venv "$dir/venv"
+pip=("$dir/venv/bin/pip" -q --disable-pip-version-check)
+# The source distribution alone (its build dependencies come as wheels).
+"${pip[@]}" download --no-deps --no-binary mpi4py "mpi4py==$version" -d "$dir/sdist" >&2
+sdist=$(ls "$dir"/sdist/mpi4py-"$version".tar.gz)
+tar -xzf "$sdist" -C "$dir" "mpi4py-$version/test"
+mv "$dir/mpi4py-$version/test" "$dir/test"
+rmdir "$dir/mpi4py-$version"
+# Without numpy: the suite's buffer tests run on Python's array module.
+MPICC=$mpicc "${pip[@]}" install "$sdist" >&2
+echo "$dir"
