@@ -1,7 +1,7 @@
 // Buffers of per-rank blocks as bytes (intercept.h).
 #include <algorithm>
 
-#include "intercept.h"
+#include "blocks.h"
 
 namespace chorus_mpi {
 

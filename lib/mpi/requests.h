@@ -19,9 +19,11 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <mutex>
 
-#include "intercept.h"
+#include "blocks.h"
 
 namespace chorus_mpi {
 
@@ -48,6 +50,41 @@ struct Request {
 };
 
 using RequestPtr = std::shared_ptr<Request>;
+
+// True while the interposer tracks any request (one relaxed load).
+bool requests_live();
+
+// Holds a communicator's lane (Target::lane), and knows which lanes the
+// calling thread holds: a blocking call's idle hook progresses the requests
+// of other communicators, never of the one it waits on.
+class LaneLock {
+public:
+    explicit LaneLock(std::mutex* lane);
+    LaneLock(std::mutex* lane, std::try_to_lock_t);
+    ~LaneLock();
+    LaneLock(const LaneLock&) = delete;
+    LaneLock& operator=(const LaneLock&) = delete;
+    bool owns() const { return owns_; }
+    static bool held_here(const std::mutex* lane);
+
+private:
+    std::mutex* lane_;
+    bool owns_;
+    LaneLock* outer_;
+};
+
+// One turn of every request in flight: each one finished is completed.
+void progress_requests();
+
+// Starts a Chorus call with `start(&req)` under the lane of `t`, and sets
+// *request to a generalized request that completes with it (unpacking
+// `pending`'s received blocks first). Errors as a blocking call's.
+int start_request(Fn fn, MPI_Comm comm, MPI_Request* request, const Target& t, std::unique_ptr<Pending> pending,
+                  const std::function<chorus_result_t(chorus_request_t*)>& start);
+// A nonblocking call handed to PMPI with host copies of device buffers:
+// *request (MPI's) is replaced with a request that completes when MPI's
+// does, once the written copies are back.
+int track_staged(Fn fn, MPI_Comm comm, MPI_Request* request, HostStaging&& staging);
 
 // The tracked request whose handle is `handle`, or null: MPI's own.
 RequestPtr find_request(MPI_Request handle);
