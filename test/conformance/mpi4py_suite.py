@@ -33,7 +33,7 @@ EXCLUDED = {
     "testDarray": "MPI_Type_create_darray alone, no collective or request: 24 s of a 40 s run on Open MPI 4.1",
 }
 VERDICT = re.compile(r"^(test\w+) \(([\w.]+)\)[^\n]*?(?:\n[^\n]*?)?\.\.\. "
-                     r"(ok|FAIL|ERROR|skipped|expected failure|unexpected success)", re.M)
+                     r"(ok|FAIL|ERROR|skipped|expected failure|unexpected success)(?: '([^'\n]*)')?", re.M)
 RUN_TIMEOUT = 600
 
 
@@ -56,13 +56,19 @@ def as_rank(logdir, testdir, modules):
     os.execv(sys.executable, args + modules)
 
 
-def verdicts(logdir, np):
-    """test id -> 'pass' | 'fail' | 'skip', over every rank's log."""
+def verdicts(logdir, np, reasons=None):
+    """test id -> 'pass' | 'fail' | 'skip', over every rank's log; the
+    reasons mpi4py gives for its skips counted into `reasons`."""
     per_rank = []
     for r in range(np):
         path = os.path.join(logdir, "rank%d.log" % r)
         text = open(path, errors="replace").read() if os.path.exists(path) else ""
-        per_rank.append({m.group(2): m.group(3) for m in VERDICT.finditer(text)})
+        found = list(VERDICT.finditer(text))
+        per_rank.append({m.group(2): m.group(3) for m in found})
+        if r == 0 and reasons is not None:
+            for m in found:
+                if m.group(3) == "skipped":
+                    reasons[m.group(4) or "(none given)"] = reasons.get(m.group(4) or "(none given)", 0) + 1
     result = {}
     for test in set().union(*per_rank):
         seen = [v.get(test) for v in per_rank]
@@ -75,7 +81,7 @@ def verdicts(logdir, np):
     return result
 
 
-def run(args, np, preload):
+def run(args, np, preload, reasons=None):
     logdir = tempfile.mkdtemp(prefix="mpi4py-np%d-" % np)
     cmd = [args.launcher, "-np", str(np)] + args.extra
     if preload:
@@ -85,7 +91,7 @@ def run(args, np, preload):
         rc = subprocess.run(cmd, stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT).returncode
     except subprocess.TimeoutExpired:
         rc = "timeout"
-    return rc, verdicts(logdir, np), logdir
+    return rc, verdicts(logdir, np, reasons), logdir
 
 
 def count(v):
@@ -118,11 +124,14 @@ def main():
     bad = 0
     totals = {"pass": 0, "fail": 0}
     for np in args.np or [2]:
-        rc_plain, plain, _ = run(args, np, False)
+        reasons = {}
+        rc_plain, plain, _ = run(args, np, False, reasons)
         rc_pre, pre, logdir = run(args, np, True)
         cp, cq = count(plain), count(pre)
         print("np=%d plain MPI: %d passed, %d failed, %d skipped (exit %s)" % (np, cp["pass"], cp["fail"], cp["skip"], rc_plain))
         print("np=%d preload:   %d passed, %d failed, %d skipped (exit %s)" % (np, cq["pass"], cq["fail"], cq["skip"], rc_pre))
+        for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+            print("  skipped by mpi4py itself on plain MPI: %d: %s" % (n, why))
         lost = sorted(t for t, v in plain.items() if v == "pass" and pre.get(t) != "pass")
         for t in lost:
             print("  passes on plain MPI, not under the preload: %s (%s)" % (t, pre.get(t, "no verdict")))
