@@ -1,0 +1,325 @@
+// Communicators and requests, MPI's start and end, and errors.
+//
+// Locking: the GIL guards the Python objects and each communicator's list
+// of operations in flight; a communicator's mutex serializes its C API
+// calls (the C API takes one thread at a time per communicator). The GIL is
+// always released before the mutex is waited for, never the other way
+// round, so a thread blocked in a collective never holds up Python.
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "binding.h"
+
+namespace chorus_py {
+
+namespace {
+
+bool g_initialized_mpi = false;  // this module called MPI_Init_thread
+bool g_atexit_registered = false;
+std::vector<CommState*> g_live;  // every open communicator (GIL held)
+
+// Text that may not be valid UTF-8 (a peer's host name, a path).
+nb::str text(const std::string& s) {
+    return nb::steal<nb::str>(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
+}
+
+bool mpi_finalized() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    return finalized != 0;
+}
+
+// Start MPI as mpi4py does (MPI_THREAD_MULTIPLE) unless it runs already.
+void ensure_mpi() {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (mpi_finalized()) raise_chorus(CHORUS_ERR_INVALID_ARGUMENT, "MPI has been finalized: no new communicator");
+    if (initialized) return;
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+        raise_chorus(CHORUS_ERR_INTERNAL, "MPI_Init_thread failed");
+    g_initialized_mpi = true;
+}
+
+// An MPI handle as mpi4py shows it, and back: Open MPI's are pointers,
+// MPICH's ints (templates, so that only the one that fits is compiled).
+template <typename H>
+uintptr_t handle_value(H comm) {
+    if constexpr (std::is_pointer_v<H>)
+        return reinterpret_cast<uintptr_t>(comm);
+    else
+        return static_cast<uintptr_t>(comm);
+}
+template <typename H>
+H handle_from(uintptr_t value) {
+    if constexpr (std::is_pointer_v<H>)
+        return reinterpret_cast<H>(value);
+    else
+        return static_cast<H>(value);
+}
+
+// The MPI_Comm behind an mpi4py communicator (the same MPI, checked: a
+// handle of another MPI's ABI would be a wild pointer here).
+MPI_Comm from_mpi4py(nb::handle obj) {
+    nb::object mod = nb::borrow(obj.type().attr("__module__"));
+    const bool from_mpi4py = nb::isinstance<nb::str>(mod) && nb::borrow<nb::str>(mod).c_str() == std::string("mpi4py.MPI");
+    if (!from_mpi4py)
+        throw nb::type_error(("comm must be None or an mpi4py communicator, not " +
+                              std::string(nb::type_name(obj.type()).c_str()))
+                                 .c_str());
+    nb::module_ MPI = nb::module_::import_("mpi4py.MPI");
+    if (!nb::isinstance(obj, MPI.attr("Comm")))
+        throw nb::type_error("comm must be an mpi4py.MPI.Comm (an intracommunicator)");
+    auto handle_of = [&](nb::handle c) -> uintptr_t {
+        nb::object h = nb::hasattr(c, "handle") ? nb::borrow(c.attr("handle")) : MPI.attr("_handleof")(c);
+        return nb::cast<uintptr_t>(h);
+    };
+    // MPI_COMM_WORLD names one object of one library: mpi4py's must be ours.
+    if (handle_of(MPI.attr("COMM_WORLD")) != handle_value<MPI_Comm>(MPI_COMM_WORLD))
+        throw nb::value_error(("mpi4py is built against another MPI than Chorus (" +
+                               std::string(nb::str(MPI.attr("Get_library_version")()).c_str()).substr(0, 60) +
+                               "...): rebuild mpi4py against the MPI Chorus was built with")
+                                  .c_str());
+    const MPI_Comm comm = handle_from<MPI_Comm>(handle_of(obj));
+    if (comm == MPI_COMM_NULL) throw nb::value_error("comm is MPI.COMM_NULL");
+    int inter = 0;
+    MPI_Comm_test_inter(comm, &inter);
+    if (inter) throw nb::value_error("comm is an intercommunicator: Chorus takes intracommunicators");
+    return comm;
+}
+
+void register_atexit() {
+    if (g_atexit_registered) return;
+    // Registered after mpi4py's own hook when mpi4py is in use (its
+    // communicator came first), so it runs before MPI is finalized.
+    nb::module_::import_("atexit").attr("register")(nb::module_::import_("chorus._chorus").attr("_shutdown"));
+    g_atexit_registered = true;
+}
+
+// Complete p's operation (the mutex held, no GIL) and record its result.
+void finish_locked(Pending& p, chorus_comm_t comm) {
+    if (!p.request) return;
+    const chorus_result_t rc = chorus_wait(p.request);
+    p.request = nullptr;
+    p.result = rc;
+    if (rc != CHORUS_SUCCESS) p.error = chorus_comm_last_error(comm);
+}
+
+// Drop a completed operation from its communicator's list and release its
+// arrays (GIL held).
+void retire(const std::shared_ptr<Pending>& p) {
+    auto& v = p->state->in_flight;
+    auto it = std::find(v.begin(), v.end(), p);
+    if (it != v.end()) {
+        std::swap(*it, v.back());
+        v.pop_back();
+    }
+    p->call.send_array = {};
+    p->call.recv_array = {};
+}
+
+// Complete everything in flight, then destroy (GIL held on entry).
+void close_state(CommState& s) {
+    if (!s.comm) return;
+    std::vector<std::shared_ptr<Pending>> ops = std::move(s.in_flight);
+    s.in_flight.clear();
+    chorus_result_t rc = CHORUS_SUCCESS;
+    std::string error;
+    {
+        nb::gil_scoped_release nogil;
+        std::lock_guard<std::mutex> lock(s.mutex);
+        if (s.comm) {
+            for (auto& p : ops) finish_locked(*p, s.comm);
+            // After MPI_Finalize the library can no longer free its MPI
+            // communicator: the communicator is left as it is.
+            if (!mpi_finalized()) {
+                rc = chorus_comm_destroy(s.comm);
+                if (rc != CHORUS_SUCCESS) error = chorus_comm_last_error(nullptr);
+            }
+            s.comm = nullptr;
+        }
+    }
+    for (auto& p : ops) {
+        p->call.send_array = {};
+        p->call.recv_array = {};
+    }
+    g_live.erase(std::remove(g_live.begin(), g_live.end(), &s), g_live.end());
+    if (rc != CHORUS_SUCCESS) raise_chorus(rc, error);
+}
+
+}  // namespace
+
+void raise_chorus(chorus_result_t rc, const std::string& message) {
+    // chorus.ChorusError is Python (chorus/_errors.py); looked up once and
+    // kept for the life of the process.
+    static PyObject* cls = nb::object(nb::module_::import_("chorus._errors").attr("ChorusError")).release().ptr();
+    nb::object code = nb::module_::import_("chorus._chorus").attr("Result")(static_cast<int>(rc));
+    nb::object exc = nb::handle(cls)(code, text(chorus_get_error_string(rc)), text(message));
+    PyErr_SetObject(cls, exc.ptr());
+    throw nb::python_error();
+}
+
+bool initialized_mpi() { return g_initialized_mpi; }
+
+Communicator::Communicator(nb::handle mpi_comm) : state_(std::make_shared<CommState>()) {
+    MPI_Comm comm = MPI_COMM_WORLD;
+    if (mpi_comm.is_none()) {
+        ensure_mpi();
+    } else {
+        if (mpi_finalized()) raise_chorus(CHORUS_ERR_INVALID_ARGUMENT, "MPI has been finalized");
+        comm = from_mpi4py(mpi_comm);
+    }
+    register_atexit();
+    chorus_comm_t c = nullptr;
+    chorus_result_t rc;
+    std::string error;
+    {
+        nb::gil_scoped_release nogil;
+        rc = chorus_comm_create(comm, &c);
+        if (rc != CHORUS_SUCCESS) error = chorus_comm_last_error(nullptr);  // this thread's
+    }
+    if (rc != CHORUS_SUCCESS) raise_chorus(rc, error);
+    state_->comm = c;
+    chorus_comm_rank(c, &state_->rank);
+    chorus_comm_size(c, &state_->size);
+    g_live.push_back(state_.get());
+}
+
+Communicator::~Communicator() {
+    try {
+        close_state(*state_);
+    } catch (...) {
+        // A failure at destruction has no caller to go to; the message was
+        // the library's last error.
+        PyErr_Clear();
+    }
+}
+
+void Communicator::close() { close_state(*state_); }
+
+void Communicator::set_label(nb::handle label) {
+    std::string s;
+    if (!label.is_none()) {
+        if (!nb::isinstance<nb::str>(label)) throw nb::type_error("label must be a str or None");
+        s = nb::borrow<nb::str>(label).c_str();
+    }
+    CommState& st = *state_;
+    chorus_result_t rc;
+    std::string error;
+    {
+        nb::gil_scoped_release nogil;
+        std::lock_guard<std::mutex> lock(st.mutex);
+        if (!st.comm) {
+            rc = CHORUS_ERR_INVALID_ARGUMENT;
+            error = "the communicator is closed";
+        } else {
+            rc = chorus_comm_set_label(st.comm, label.is_none() ? nullptr : s.c_str());
+            if (rc != CHORUS_SUCCESS) error = chorus_comm_last_error(st.comm);
+        }
+    }
+    if (rc != CHORUS_SUCCESS) raise_chorus(rc, error);
+}
+
+nb::object Communicator::run(Call& call) {
+    CommState& s = *state_;
+    chorus_result_t rc;
+    std::string error;
+    {
+        nb::gil_scoped_release nogil;
+        std::lock_guard<std::mutex> lock(s.mutex);
+        if (!s.comm) {
+            rc = CHORUS_ERR_INVALID_ARGUMENT;
+            error = "the communicator is closed";
+        } else {
+            rc = issue(call, s.comm, nullptr);
+            if (rc != CHORUS_SUCCESS) error = chorus_comm_last_error(s.comm);
+        }
+    }
+    if (rc != CHORUS_SUCCESS) raise_chorus(rc, error);
+    return call.value.is_valid() ? std::move(call.value) : nb::none();
+}
+
+Request Communicator::start(Call& call) {
+    CommState& s = *state_;
+    auto p = std::make_shared<Pending>();
+    chorus_result_t rc;
+    std::string error;
+    {
+        // Starting takes microseconds: the GIL is kept unless another thread
+        // holds the communicator.
+        std::unique_lock<std::mutex> lock(s.mutex, std::try_to_lock);
+        if (!lock.owns_lock()) {
+            nb::gil_scoped_release nogil;
+            lock.lock();
+        }
+        if (!s.comm) raise_chorus(CHORUS_ERR_INVALID_ARGUMENT, "the communicator is closed");
+        rc = issue(call, s.comm, &p->request);
+        if (rc != CHORUS_SUCCESS) error = chorus_comm_last_error(s.comm);
+    }
+    if (rc != CHORUS_SUCCESS) raise_chorus(rc, error);
+    p->state = state_;
+    p->call = std::move(call);
+    s.in_flight.push_back(p);
+    return Request(std::move(p));
+}
+
+nb::object Request::wait() {
+    Pending& p = *pending_;
+    if (p.request) {
+        CommState& s = *p.state;
+        {
+            nb::gil_scoped_release nogil;
+            std::lock_guard<std::mutex> lock(s.mutex);
+            finish_locked(p, s.comm);
+        }
+        retire(pending_);
+    }
+    if (p.result != CHORUS_SUCCESS) raise_chorus(p.result, p.error);
+    return p.call.value.is_valid() ? p.call.value : nb::none();
+}
+
+bool Request::test() {
+    Pending& p = *pending_;
+    if (p.request) {
+        CommState& s = *p.state;
+        int done = 0;
+        {
+            std::unique_lock<std::mutex> lock(s.mutex, std::try_to_lock);
+            if (!lock.owns_lock()) {
+                nb::gil_scoped_release nogil;
+                lock.lock();
+            }
+            if (p.request) {
+                const chorus_result_t rc = chorus_test(p.request, &done);
+                if (done) {
+                    p.request = nullptr;
+                    p.result = rc;
+                    if (rc != CHORUS_SUCCESS) p.error = chorus_comm_last_error(s.comm);
+                } else if (rc != CHORUS_SUCCESS) {
+                    // The request could not be progressed (it stays pending).
+                    raise_chorus(rc, chorus_comm_last_error(s.comm));
+                }
+            }
+        }
+        if (p.request) return false;
+        retire(pending_);
+    }
+    if (p.result != CHORUS_SUCCESS) raise_chorus(p.result, p.error);
+    return true;
+}
+
+void shutdown() {
+    // Copied: closing removes each from the list.
+    const std::vector<CommState*> live = g_live;
+    for (CommState* s : live) {
+        try {
+            close_state(*s);
+        } catch (const nb::python_error&) {
+            // At exit there is no one to tell but the log already written.
+        }
+    }
+    if (g_initialized_mpi && !mpi_finalized()) MPI_Finalize();
+}
+
+}  // namespace chorus_py

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The Python package's tests: builds the package from the working tree,
+# installs it into a virtual environment (made once, then reused), and runs
+# python/tests under mpirun at 2 and 3 ranks. Exits non-zero if anything
+# fails on any rank.
+#   venv:      ${CHORUS_CACHE:-$HOME/.cache/chorus}/venv-python
+#   build:     build-python/ (meson-python's build dir, kept: a rerun
+#              rebuilds only what changed)
+# The build runs without pip's isolation, against the build requirements
+# of pyproject.toml installed in the venv, so the kept build dir's paths
+# stay valid from run to run. mpi4py is built against this MPI for the test
+# of communicators made from it (skipped if it cannot be installed).
+# Usage: tools/test-python.sh [extra pytest arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source tools/env.sh
+
+venv=${CHORUS_CACHE:-$HOME/.cache/chorus}/venv-python
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+# As if activated: meson-python runs the meson and ninja found on PATH.
+export PATH=$venv/bin:$PATH
+py=$venv/bin/python
+mapfile -t build_requires < <("$py" -c \
+  'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")')
+"$py" -m pip install -q "${build_requires[@]}" numpy pytest
+"$py" -m pip install -q --no-binary mpi4py mpi4py || echo "test-python: mpi4py not installed; its test is skipped"
+# A build dir that another Meson configured cannot be reconfigured (its
+# saved state does not load): it is started anew.
+if [ -f build-python/meson-info/meson-info.json ] && ! "$py" -c '
+import json, sys, mesonbuild.coredata as c
+v = json.load(open("build-python/meson-info/meson-info.json"))["meson_version"]["full"]
+sys.exit(v != c.version)'; then
+  rm -rf build-python
+fi
+"$py" -m pip install -q --no-build-isolation --force-reinstall --no-deps -Cbuild-dir=build-python .
+
+# Ranks other than 0 write to files, shown when the run fails. A rank left
+# waiting for a failed peer fails instead (CHORUS_TIMEOUT_MS), and a run
+# that hangs all the same is ended by timeout.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+export CHORUS_TIMEOUT_MS=${CHORUS_TIMEOUT_MS:-30000}
+status=0
+for np in 2 3; do
+  echo "== python tests, np=$np"
+  if ! timeout 600 mpirun -np "$np" bash -c '
+      rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
+      if [ "$rank" = 0 ]; then exec "${@:2}"; fi
+      exec "${@:2}" > "$1.rank$rank.log" 2>&1' _ "$logs/np$np" \
+      "$py" -m pytest -q -p no:cacheprovider python/tests "$@"; then
+    status=1
+    for log in "$logs"/np"$np".rank*.log; do
+      echo "---- ${log##*/}"
+      tail -n 60 "$log"
+    done
+  fi
+done
+exit $status
