@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include "binding.h"
 
@@ -18,7 +19,9 @@ bool usable_device(int device_type) {
            device_type == nb::device::cuda_host::value || device_type == nb::device::cuda_managed::value;
 }
 
-std::string kind_of(nb::handle obj) { return nb::type_name(obj.type()).c_str(); }
+std::string kind_of(nb::handle obj) {
+    return nb::type_name(obj.type()).c_str();
+}
 
 // Dense in C order. Extents of one element (and empty arrays) may carry any
 // stride: no element is reached through them.
@@ -37,8 +40,8 @@ bool c_contiguous(const Array& a) {
 template <typename Array>
 void check_array(const Array& a, const char* name) {
     if (!usable_device(a.device_type()))
-        throw nb::type_error((std::string(name) + ": arrays on DLPack device type " +
-                              std::to_string(a.device_type()) + " are not supported (host and CUDA memory are)")
+        throw nb::type_error((std::string(name) + ": arrays on DLPack device type " + std::to_string(a.device_type()) +
+                              " are not supported (host and CUDA memory are)")
                                  .c_str());
     // Without CUDA every pointer is taken for host memory: a device array
     // must not get that far.
@@ -49,13 +52,14 @@ void check_array(const Array& a, const char* name) {
     if (d.lanes != 1 || d.bits == 0 || d.bits % 8 != 0)
         throw nb::type_error((std::string(name) + ": element type " + dtype_name(d) + " is not supported").c_str());
     if (!c_contiguous(a))
-        throw nb::value_error((std::string(name) + " is not C-contiguous: pass a contiguous array (e.g. a copy)").c_str());
+        throw nb::value_error(
+            (std::string(name) + " is not C-contiguous: pass a contiguous array (e.g. a copy)").c_str());
 }
 
 [[noreturn]] void not_an_array(nb::handle obj, const char* name) {
-    throw nb::type_error((std::string(name) + " must be an array that exports DLPack or the buffer protocol, not " +
-                          kind_of(obj))
-                             .c_str());
+    throw nb::type_error(
+        (std::string(name) + " must be an array that exports DLPack or the buffer protocol, not " + kind_of(obj))
+            .c_str());
 }
 
 }  // namespace
@@ -76,60 +80,147 @@ std::string dtype_name(nb::dlpack::dtype d) {
     return s;
 }
 
+namespace {
+
+// A buffer-protocol format of one plain number -> its DLPack type; false
+// for anything else (structs, pointers, characters), left to DLPack.
+bool format_dtype(const char* f, Py_ssize_t itemsize, nb::dlpack::dtype* out) {
+    if (!f) f = "B";
+    if (*f == '@' || *f == '=' || *f == '<') ++f;  // native: little-endian here
+    bool complex = false;
+    if (*f == 'Z') {
+        complex = true;
+        ++f;
+    }
+    if (!*f || f[1] || itemsize <= 0 || itemsize > 32) return false;
+    dtype_code code;
+    if (std::strchr("bhilqn", *f))
+        code = dtype_code::Int;
+    else if (std::strchr("BHILQN", *f))
+        code = dtype_code::UInt;
+    else if (std::strchr("efdg", *f))
+        code = dtype_code::Float;
+    else if (*f == '?')
+        code = dtype_code::Bool;
+    else
+        return false;
+    if (complex) {
+        if (code != dtype_code::Float) return false;
+        code = dtype_code::Complex;
+    }
+    out->code = static_cast<uint8_t>(code);
+    out->bits = static_cast<uint8_t>(itemsize * 8);
+    out->lanes = 1;
+    return true;
+}
+
+// The buffer protocol's way in; false (nothing raised) where the object has
+// none or one this module does not read, for DLPack to try.
+bool from_buffer(nb::handle obj, bool writable, const char* name, Array* a) {
+    if (!PyObject_CheckBuffer(obj.ptr())) return false;
+    std::unique_ptr<Py_buffer> raw(new Py_buffer);
+    if (PyObject_GetBuffer(obj.ptr(), raw.get(), PyBUF_RECORDS_RO) != 0) {
+        PyErr_Clear();
+        return false;
+    }
+    std::unique_ptr<Py_buffer, BufferRelease> view(raw.release());
+    if (view->format && view->format[0] == '>')
+        throw nb::type_error((std::string(name) + ": byte order is not native (use .astype with '=')").c_str());
+    if (!format_dtype(view->format, view->itemsize, &a->dtype)) return false;
+    if (writable && view->readonly)
+        throw nb::value_error((std::string(name) + " is read-only: results need a writable array").c_str());
+    if (!PyBuffer_IsContiguous(view.get(), 'C'))
+        throw nb::value_error(
+            (std::string(name) + " is not C-contiguous: pass a contiguous array (e.g. a copy)").c_str());
+    a->data = static_cast<char*>(view->buf);
+    a->size = static_cast<size_t>(view->len / view->itemsize);
+    a->held.view = std::move(view);
+    return true;
+}
+
+// DLPack: torch, CuPy and the rest (and what the buffer protocol left).
+template <bool Writable>
+Array from_dlpack(nb::handle obj, const char* name) {
+    // No conversion: nanobind would copy a strided or mistyped array, and a
+    // result written into a copy is lost.
+    Array a;
+    nb::ndarray<nb::ro> ro;
+    if constexpr (Writable) {
+        nb::ndarray<> rw;
+        if (!nb::try_cast(obj, rw, false)) {
+            // Tell a read-only array from no array at all.
+            if (nb::try_cast(obj, ro, false))
+                throw nb::value_error((std::string(name) + " is read-only: results need a writable array").c_str());
+            not_an_array(obj, name);
+        }
+        check_array(rw, name);
+        a.data = static_cast<char*>(rw.data());
+        a.size = rw.size();
+        a.dtype = rw.dtype();
+        ro = nb::ndarray<nb::ro>(rw);
+    } else {
+        if (!nb::try_cast(obj, ro, false)) not_an_array(obj, name);
+        check_array(ro, name);
+        a.data = const_cast<char*>(static_cast<const char*>(ro.data()));
+        a.size = ro.size();
+        a.dtype = ro.dtype();
+    }
+    a.held.dlpack = std::move(ro);
+    return a;
+}
+
+}  // namespace
+
 Input input_array(nb::handle obj, const char* name) {
-    Input in;
-    // No conversion: a copy would be read, which is harmless, but a strided
-    // input silently copied hides the cost; the caller decides.
-    if (!nb::try_cast(obj, in.array, false)) not_an_array(obj, name);
-    check_array(in.array, name);
-    in.data = static_cast<const char*>(in.array.data());
-    in.size = in.array.size();
-    in.dtype = in.array.dtype();
-    return in;
+    Array a;
+    if (from_buffer(obj, false, name, &a)) return a;
+    return from_dlpack<false>(obj, name);
 }
 
 Output output_array(nb::handle obj, const char* name) {
-    Output out;
-    if (!nb::try_cast(obj, out.array, false)) {
-        // Tell a read-only array from no array at all.
-        nb::ndarray<nb::ro> ro;
-        if (nb::try_cast(obj, ro, false))
-            throw nb::value_error((std::string(name) + " is read-only: results need a writable array").c_str());
-        not_an_array(obj, name);
-    }
-    check_array(out.array, name);
-    out.data = static_cast<char*>(out.array.data());
-    out.size = out.array.size();
-    out.dtype = out.array.dtype();
-    return out;
+    Array a;
+    if (from_buffer(obj, true, name, &a)) return a;
+    return from_dlpack<true>(obj, name);
 }
 
 Elem element_of(nb::dlpack::dtype d, const chorus_op_t* op) {
     Elem e;
     e.itemsize = d.bits / 8;
-    const bool integer = d.code == static_cast<uint8_t>(dtype_code::Int) ||
-                         d.code == static_cast<uint8_t>(dtype_code::UInt);
+    const bool integer =
+        d.code == static_cast<uint8_t>(dtype_code::Int) || d.code == static_cast<uint8_t>(dtype_code::UInt);
     bool native = true;
     switch (d.bits) {
         case 8:
-            if (integer) e.dtype = d.code == static_cast<uint8_t>(dtype_code::Int) ? CHORUS_INT8 : CHORUS_UINT8;
-            else native = false;
+            if (integer)
+                e.dtype = d.code == static_cast<uint8_t>(dtype_code::Int) ? CHORUS_INT8 : CHORUS_UINT8;
+            else
+                native = false;
             break;
         case 16:
-            if (integer) e.dtype = d.code == static_cast<uint8_t>(dtype_code::Int) ? CHORUS_INT16 : CHORUS_UINT16;
-            else if (d.code == static_cast<uint8_t>(dtype_code::Float)) e.dtype = CHORUS_FLOAT16;
-            else if (d.code == static_cast<uint8_t>(dtype_code::Bfloat)) e.dtype = CHORUS_BFLOAT16;
-            else native = false;
+            if (integer)
+                e.dtype = d.code == static_cast<uint8_t>(dtype_code::Int) ? CHORUS_INT16 : CHORUS_UINT16;
+            else if (d.code == static_cast<uint8_t>(dtype_code::Float))
+                e.dtype = CHORUS_FLOAT16;
+            else if (d.code == static_cast<uint8_t>(dtype_code::Bfloat))
+                e.dtype = CHORUS_BFLOAT16;
+            else
+                native = false;
             break;
         case 32:
-            if (integer) e.dtype = d.code == static_cast<uint8_t>(dtype_code::Int) ? CHORUS_INT32 : CHORUS_UINT32;
-            else if (d.code == static_cast<uint8_t>(dtype_code::Float)) e.dtype = CHORUS_FLOAT32;
-            else native = false;
+            if (integer)
+                e.dtype = d.code == static_cast<uint8_t>(dtype_code::Int) ? CHORUS_INT32 : CHORUS_UINT32;
+            else if (d.code == static_cast<uint8_t>(dtype_code::Float))
+                e.dtype = CHORUS_FLOAT32;
+            else
+                native = false;
             break;
         case 64:
-            if (integer) e.dtype = d.code == static_cast<uint8_t>(dtype_code::Int) ? CHORUS_INT64 : CHORUS_UINT64;
-            else if (d.code == static_cast<uint8_t>(dtype_code::Float)) e.dtype = CHORUS_FLOAT64;
-            else native = false;
+            if (integer)
+                e.dtype = d.code == static_cast<uint8_t>(dtype_code::Int) ? CHORUS_INT64 : CHORUS_UINT64;
+            else if (d.code == static_cast<uint8_t>(dtype_code::Float))
+                e.dtype = CHORUS_FLOAT64;
+            else
+                native = false;
             break;
         default: native = false;
     }
@@ -145,8 +236,9 @@ Elem element_of(nb::dlpack::dtype d, const chorus_op_t* op) {
                          *op == CHORUS_LOR || *op == CHORUS_LXOR;
     if (is_bool) {
         if (bitwise || *op == CHORUS_MIN || *op == CHORUS_MAX) return e;
-        throw nb::type_error("bool arrays reduce with min, max and the bitwise and logical ops only "
-                             "(sum, prod and avg would leave 0 and 1)");
+        throw nb::type_error(
+            "bool arrays reduce with min, max and the bitwise and logical ops only "
+            "(sum, prod and avg would leave 0 and 1)");
     }
     if (!native)
         throw nb::type_error(("Chorus does not reduce " + dtype_name(d) +
@@ -172,15 +264,15 @@ chorus_op_t op_arg(nb::handle obj) {
         static const struct {
             const char* name;
             chorus_op_t op;
-        } kNames[] = {{"sum", CHORUS_SUM},   {"prod", CHORUS_PROD}, {"min", CHORUS_MIN}, {"max", CHORUS_MAX},
-                      {"avg", CHORUS_AVG},   {"band", CHORUS_BAND}, {"bor", CHORUS_BOR}, {"bxor", CHORUS_BXOR},
+        } kNames[] = {{"sum", CHORUS_SUM},   {"prod", CHORUS_PROD}, {"min", CHORUS_MIN},  {"max", CHORUS_MAX},
+                      {"avg", CHORUS_AVG},   {"band", CHORUS_BAND}, {"bor", CHORUS_BOR},  {"bxor", CHORUS_BXOR},
                       {"land", CHORUS_LAND}, {"lor", CHORUS_LOR},   {"lxor", CHORUS_LXOR}};
         const char* s = nb::borrow<nb::str>(obj).c_str();
         for (const auto& n : kNames)
             if (std::strcmp(s, n.name) == 0) return n.op;
-        throw nb::value_error((std::string("unknown op '") + s +
-                               "': one of sum, prod, min, max, avg, band, bor, bxor, land, lor, lxor")
-                                  .c_str());
+        throw nb::value_error(
+            (std::string("unknown op '") + s + "': one of sum, prod, min, max, avg, band, bor, bxor, land, lor, lxor")
+                .c_str());
     }
     throw nb::type_error(("op must be a chorus.Op or its name, not " + kind_of(obj)).c_str());
 }
@@ -216,9 +308,9 @@ std::vector<size_t> counts_arg(nb::handle obj, int size, const char* name) {
     }
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
     if (n != size)
-        throw nb::value_error((std::string(name) + " has " + std::to_string(n) + " entries; there are " +
-                               std::to_string(size) + " ranks")
-                                  .c_str());
+        throw nb::value_error(
+            (std::string(name) + " has " + std::to_string(n) + " entries; there are " + std::to_string(size) + " ranks")
+                .c_str());
     std::vector<size_t> out(static_cast<size_t>(n));
     PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
     for (Py_ssize_t i = 0; i < n; ++i) {
@@ -230,8 +322,8 @@ std::vector<size_t> counts_arg(nb::handle obj, int size, const char* name) {
         int overflow = 0;
         const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
         if (overflow || v < 0)
-            throw nb::value_error((std::string(name) + "[" + std::to_string(i) + "] must be a non-negative count, not " +
-                                   nb::str(index).c_str())
+            throw nb::value_error((std::string(name) + "[" + std::to_string(i) +
+                                   "] must be a non-negative count, not " + nb::str(index).c_str())
                                       .c_str());
         out[static_cast<size_t>(i)] = static_cast<size_t>(v);
     }
@@ -256,7 +348,8 @@ size_t blocks_extent(const std::vector<size_t>& counts, const std::vector<size_t
         // Every extent is then compared with a real array's size, which
         // bounds the counts and their scaling to bytes.
         if (displs[i] > SIZE_MAX - counts[i])
-            throw nb::value_error((std::string(name) + ": block " + std::to_string(i) + " ends past any array").c_str());
+            throw nb::value_error(
+                (std::string(name) + ": block " + std::to_string(i) + " ends past any array").c_str());
         end = std::max(end, displs[i] + counts[i]);
     }
     return end;

@@ -3,6 +3,7 @@
 //   arrays.cc       arrays (DLPack or buffer protocol) -> pointers, counts, datatypes
 //   collectives.cc  each collective's Python arguments -> one Call of the C API
 //   comm.cc         communicators, requests, MPI's start and end, errors
+//   issue.cc        a Call -> the C function of its collective
 //   module.cc       the module: classes, functions, docstrings
 //
 // The binding is a client of chorus.h only. Every check that Python can make
@@ -38,19 +39,33 @@ struct Elem {
     size_t itemsize = 1;  // bytes of one array element
 };
 
-// An array as the C API sees it: where its elements start and how many.
-struct Input {
-    nb::ndarray<nb::ro> array;
-    const char* data = nullptr;
-    size_t size = 0;
-    nb::dlpack::dtype dtype;
+// What keeps an array's memory valid while Chorus uses it: a buffer-protocol
+// view (NumPy arrays, bytearray, memoryview: the cheaper way in) or a DLPack
+// import (torch, CuPy, ...). Released with the GIL held.
+struct BufferRelease {
+    void operator()(Py_buffer* view) const {
+        PyBuffer_Release(view);
+        delete view;
+    }
 };
-struct Output {
-    nb::ndarray<> array;
+struct Held {
+    std::unique_ptr<Py_buffer, BufferRelease> view;
+    nb::ndarray<nb::ro> dlpack;
+    void reset() {
+        view.reset();
+        dlpack = {};
+    }
+};
+
+// An array as the C API sees it: where its elements start and how many.
+struct Array {
+    Held held;
     char* data = nullptr;
     size_t size = 0;
     nb::dlpack::dtype dtype;
 };
+using Input = Array;   // only read
+using Output = Array;  // written: checked writable
 
 // The array `obj` (argument `name`): TypeError if it is no array, or of a
 // kind of memory or element Chorus cannot take; ValueError if it is not
@@ -78,10 +93,7 @@ std::vector<size_t> displs_arg(nb::handle obj, const std::vector<size_t>& counts
 // Elements a buffer needs to hold the blocks: the end of the last one.
 size_t blocks_extent(const std::vector<size_t>& counts, const std::vector<size_t>& displs, const char* name);
 
-// ---- comm.cc --------------------------------------------------------------
-
-// Raise chorus.ChorusError(code, message).
-[[noreturn]] void raise_chorus(chorus_result_t rc, const std::string& message);
+// ---- a call: collectives.cc fills it, issue.cc issues it ----------------
 
 // One C API call, ready to be issued: what collectives.cc makes of the
 // Python arguments. Counts are in Chorus elements (array elements x scale).
@@ -106,28 +118,32 @@ struct Call {
     Coll coll = Coll::Barrier;
     const void* send = nullptr;
     void* recv = nullptr;
-    size_t count = 0;                    // count, sendcount or recvcount
-    std::vector<size_t> counts, displs;  // the receive side's, or scatterv's send side's
+    size_t count = 0;                              // count, sendcount or recvcount
+    std::vector<size_t> counts, displs;            // the receive side's, or scatterv's send side's
     std::vector<size_t> send_counts, send_displs;  // alltoallv's send side
     chorus_datatype_t dtype = CHORUS_UINT8;
     chorus_op_t op = CHORUS_SUM;
     int root = 0;
     void* stream = nullptr;
     // Kept alive until the operation completes (a request holds them).
-    nb::ndarray<nb::ro> send_array;
-    nb::ndarray<> recv_array;
+    Held send_held, recv_held;
     nb::object value;  // what the call returns: the result's array (or None)
 };
 
 // Issue `call` on `comm`: blocking when `request` is null.
 chorus_result_t issue(const Call& call, chorus_comm_t comm, chorus_request_t* request);
 
+// ---- comm.cc --------------------------------------------------------------
+
+// Raise chorus.ChorusError(code, message).
+[[noreturn]] void raise_chorus(chorus_result_t rc, const std::string& message);
+
 // A communicator's state, shared with its requests (which outlive it).
 struct Pending;
 struct CommState {
     chorus_comm_t comm = nullptr;  // null once closed
     int rank = 0, size = 0;
-    std::mutex mutex;  // one C API call on the communicator at a time
+    std::mutex mutex;                                 // one C API call on the communicator at a time
     std::vector<std::shared_ptr<Pending>> in_flight;  // changed with the GIL held
 };
 

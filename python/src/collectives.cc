@@ -12,9 +12,13 @@ namespace chorus_py {
 
 namespace {
 
-[[noreturn]] void size_error(const std::string& message) { throw nb::value_error(message.c_str()); }
+[[noreturn]] void size_error(const std::string& message) {
+    throw nb::value_error(message.c_str());
+}
 
-std::string n_elements(size_t n) { return std::to_string(n) + (n == 1 ? " element" : " elements"); }
+std::string n_elements(size_t n) {
+    return std::to_string(n) + (n == 1 ? " element" : " elements");
+}
 
 // Counts in array elements -> Chorus elements.
 void scale_counts(std::vector<size_t>& v, size_t scale) {
@@ -22,10 +26,17 @@ void scale_counts(std::vector<size_t>& v, size_t scale) {
         for (size_t& x : v) x *= scale;
 }
 
-void set_elem(Call& c, const Elem& e) { c.dtype = e.dtype; }
+void set_elem(Call& c, const Elem& e) {
+    c.dtype = e.dtype;
+}
 
-void keep(Call& c, Input&& in) { c.send_array = std::move(in.array); }
-void keep(Call& c, Output&& out) { c.recv_array = std::move(out.array); }
+// Input and Output are one type: keep_send and keep_recv say which side.
+void keep_send(Call& c, Array&& in) {
+    c.send_held = std::move(in.held);
+}
+void keep_recv(Call& c, Array&& out) {
+    c.recv_held = std::move(out.held);
+}
 
 // The count of a buffer split into one block per rank.
 size_t per_rank(size_t elements, int size, const char* name) {
@@ -49,7 +60,7 @@ Elem same_size_pair(Call& c, nb::handle sendbuf, nb::handle recvbuf, const choru
         c.send = c.recv = out.data;
         c.count = out.size;
         c.value = nb::borrow(omitted ? sendbuf : recvbuf);
-        keep(c, std::move(out));
+        keep_recv(c, std::move(out));
         return e;
     }
     Input in = input_array(sendbuf, "sendbuf");
@@ -63,8 +74,8 @@ Elem same_size_pair(Call& c, nb::handle sendbuf, nb::handle recvbuf, const choru
     c.recv = out.data;
     c.count = in.size;
     c.value = nb::borrow(recvbuf);
-    keep(c, std::move(in));
-    keep(c, std::move(out));
+    keep_send(c, std::move(in));
+    keep_recv(c, std::move(out));
     return e;
 }
 
@@ -76,8 +87,7 @@ void check_root(Communicator& self, int root, const char* fn) {
 
 }  // namespace
 
-void prep_allreduce(Communicator&, Call& c, nb::handle sendbuf, nb::handle recvbuf, nb::handle op,
-                    nb::handle stream) {
+void prep_allreduce(Communicator&, Call& c, nb::handle sendbuf, nb::handle recvbuf, nb::handle op, nb::handle stream) {
     c.coll = Coll::Allreduce;
     c.op = op_arg(op);
     c.stream = stream_arg(stream);
@@ -91,8 +101,7 @@ void prep_alltoall(Communicator& self, Call& c, nb::handle sendbuf, nb::handle r
     c.count = per_rank(c.count, self.size(), recvbuf.is_none() ? "sendbuf" : "recvbuf") * e.scale;
 }
 
-void prep_broadcast(Communicator& self, Call& c, nb::handle sendbuf, nb::handle recvbuf, int root,
-                    nb::handle stream) {
+void prep_broadcast(Communicator& self, Call& c, nb::handle sendbuf, nb::handle recvbuf, int root, nb::handle stream) {
     c.coll = Coll::Broadcast;
     c.root = root;
     check_root(self, root, "broadcast");
@@ -108,9 +117,9 @@ void prep_broadcast(Communicator& self, Call& c, nb::handle sendbuf, nb::handle 
         const Elem e = element_of(in.dtype, nullptr);
         set_elem(c, e);
         c.send = in.data;
-        c.recv = const_cast<char*>(in.data);
+        c.recv = in.data;
         c.count = in.size * e.scale;
-        keep(c, std::move(in));
+        keep_send(c, std::move(in));
         return;
     }
     Output out = output_array(buf, recvbuf.is_none() ? "sendbuf (the broadcast's result)" : "recvbuf");
@@ -126,9 +135,9 @@ void prep_broadcast(Communicator& self, Call& c, nb::handle sendbuf, nb::handle 
         if (in.size != out.size)
             size_error("broadcast: sendbuf has " + n_elements(in.size) + " but recvbuf " + n_elements(out.size));
         c.send = in.data;
-        keep(c, std::move(in));
+        keep_send(c, std::move(in));
     }
-    keep(c, std::move(out));
+    keep_recv(c, std::move(out));
 }
 
 void prep_reduce(Communicator& self, Call& c, nb::handle sendbuf, nb::handle recvbuf, nb::handle op, int root,
@@ -149,7 +158,7 @@ void prep_reduce(Communicator& self, Call& c, nb::handle sendbuf, nb::handle rec
     c.send = in.data;
     c.count = in.size * e.scale;
     c.value = nb::borrow(recvbuf);  // not written here
-    keep(c, std::move(in));
+    keep_send(c, std::move(in));
 }
 
 void prep_reduce_scatter(Communicator& self, Call& c, nb::handle sendbuf, nb::handle recvbuf, nb::handle op,
@@ -175,13 +184,13 @@ void prep_reduce_scatter(Communicator& self, Call& c, nb::handle sendbuf, nb::ha
                        " ranks times recvbuf's " + n_elements(out.size));
         c.send = in.data;
         c.count = out.size * e.scale;
-        keep(c, std::move(in));
+        keep_send(c, std::move(in));
     }
-    keep(c, std::move(out));
+    keep_recv(c, std::move(out));
 }
 
-void prep_reduce_scatterv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle recvbuf,
-                          nb::handle recvcounts, nb::handle op, nb::handle stream) {
+void prep_reduce_scatterv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle recvbuf, nb::handle recvcounts,
+                          nb::handle op, nb::handle stream) {
     c.coll = Coll::ReduceScatterv;
     c.op = op_arg(op);
     c.stream = stream_arg(stream);
@@ -208,10 +217,10 @@ void prep_reduce_scatterv(Communicator& self, Call& c, nb::handle sendbuf, nb::h
             size_error("reduce_scatterv: recvbuf has " + n_elements(out.size) + "; this rank's block has " +
                        std::to_string(own));
         c.send = in.data;
-        keep(c, std::move(in));
+        keep_send(c, std::move(in));
     }
     scale_counts(c.counts, e.scale);
-    keep(c, std::move(out));
+    keep_recv(c, std::move(out));
 }
 
 void prep_allgather(Communicator& self, Call& c, nb::handle sendbuf, nb::handle recvbuf, nb::handle stream) {
@@ -233,9 +242,9 @@ void prep_allgather(Communicator& self, Call& c, nb::handle sendbuf, nb::handle 
             size_error("allgather: sendbuf has " + n_elements(in.size) + " but recvbuf " + n_elements(out.size) +
                        ", not " + std::to_string(self.size()) + " ranks times as many");
         c.send = in.data;
-        keep(c, std::move(in));
+        keep_send(c, std::move(in));
     }
-    keep(c, std::move(out));
+    keep_recv(c, std::move(out));
 }
 
 void prep_allgatherv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle recvbuf, nb::handle recvcounts,
@@ -264,11 +273,11 @@ void prep_allgatherv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle
                        "] is " + std::to_string(c.counts[r]));
         c.send = in.data;
         c.count = in.size * e.scale;
-        keep(c, std::move(in));
+        keep_send(c, std::move(in));
     }
     scale_counts(c.counts, e.scale);
     scale_counts(c.displs, e.scale);
-    keep(c, std::move(out));
+    keep_recv(c, std::move(out));
 }
 
 void prep_alltoallv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle recvbuf, nb::handle sendcounts,
@@ -297,13 +306,13 @@ void prep_alltoallv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle 
             size_error("alltoallv: sendbuf has " + n_elements(in.size) + "; its blocks reach " +
                        std::to_string(send_extent));
         c.send = in.data;
-        keep(c, std::move(in));
+        keep_send(c, std::move(in));
         scale_counts(c.send_counts, e.scale);
         scale_counts(c.send_displs, e.scale);
     }
     scale_counts(c.counts, e.scale);
     scale_counts(c.displs, e.scale);
-    keep(c, std::move(out));
+    keep_recv(c, std::move(out));
 }
 
 void prep_gather(Communicator& self, Call& c, nb::handle sendbuf, nb::handle recvbuf, int root, nb::handle stream) {
@@ -319,7 +328,7 @@ void prep_gather(Communicator& self, Call& c, nb::handle sendbuf, nb::handle rec
         set_elem(c, e);
         c.send = in.data;
         c.count = in.size * e.scale;
-        keep(c, std::move(in));
+        keep_send(c, std::move(in));
         return;
     }
     if (recvbuf.is_none()) size_error("gather: recvbuf is required on the root");
@@ -338,9 +347,9 @@ void prep_gather(Communicator& self, Call& c, nb::handle sendbuf, nb::handle rec
             size_error("gather: sendbuf has " + n_elements(in.size) + " but recvbuf " + n_elements(out.size) +
                        ", not " + std::to_string(self.size()) + " ranks times as many");
         c.send = in.data;
-        keep(c, std::move(in));
+        keep_send(c, std::move(in));
     }
-    keep(c, std::move(out));
+    keep_recv(c, std::move(out));
 }
 
 void prep_gatherv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle recvbuf, nb::handle recvcounts,
@@ -357,7 +366,7 @@ void prep_gatherv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle re
         set_elem(c, e);
         c.send = in.data;
         c.count = in.size * e.scale;
-        keep(c, std::move(in));
+        keep_send(c, std::move(in));
         return;
     }
     if (recvbuf.is_none()) size_error("gatherv: recvbuf is required on the root");
@@ -382,11 +391,11 @@ void prep_gatherv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle re
                        "] is " + std::to_string(c.counts[r]));
         c.send = in.data;
         c.count = in.size * e.scale;
-        keep(c, std::move(in));
+        keep_send(c, std::move(in));
     }
     scale_counts(c.counts, e.scale);
     scale_counts(c.displs, e.scale);
-    keep(c, std::move(out));
+    keep_recv(c, std::move(out));
 }
 
 void prep_scatter(Communicator& self, Call& c, nb::handle sendbuf, nb::handle recvbuf, int root, nb::handle stream) {
@@ -402,7 +411,7 @@ void prep_scatter(Communicator& self, Call& c, nb::handle sendbuf, nb::handle re
         set_elem(c, e);
         c.recv = out.data;
         c.count = out.size * e.scale;
-        keep(c, std::move(out));
+        keep_recv(c, std::move(out));
         return;
     }
     if (sendbuf.is_none()) size_error("scatter: sendbuf is required on the root");
@@ -414,7 +423,7 @@ void prep_scatter(Communicator& self, Call& c, nb::handle sendbuf, nb::handle re
     c.count = count * e.scale;
     if (is_in_place(recvbuf)) {
         // The root's own block stays where it is: nothing is written.
-        c.recv = const_cast<char*>(in.data) + static_cast<size_t>(root) * count * e.itemsize;
+        c.recv = in.data + static_cast<size_t>(root) * count * e.itemsize;
         c.value = nb::borrow(sendbuf);
     } else {
         Output out = output_array(recvbuf, "recvbuf");
@@ -423,9 +432,9 @@ void prep_scatter(Communicator& self, Call& c, nb::handle sendbuf, nb::handle re
             size_error("scatter: recvbuf has " + n_elements(out.size) + " but sendbuf " + n_elements(in.size) +
                        ", not " + std::to_string(self.size()) + " ranks times as many");
         c.recv = out.data;
-        keep(c, std::move(out));
+        keep_recv(c, std::move(out));
     }
-    keep(c, std::move(in));
+    keep_send(c, std::move(in));
 }
 
 void prep_scatterv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle recvbuf, nb::handle sendcounts,
@@ -442,7 +451,7 @@ void prep_scatterv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle r
         set_elem(c, e);
         c.recv = out.data;
         c.count = out.size * e.scale;
-        keep(c, std::move(out));
+        keep_recv(c, std::move(out));
         return;
     }
     if (sendbuf.is_none()) size_error("scatterv: sendbuf is required on the root");
@@ -457,7 +466,7 @@ void prep_scatterv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle r
         size_error("scatterv: sendbuf has " + n_elements(in.size) + "; its blocks reach " + std::to_string(extent));
     c.send = in.data;
     if (is_in_place(recvbuf)) {
-        c.recv = const_cast<char*>(in.data) + c.displs[r] * e.itemsize;
+        c.recv = in.data + c.displs[r] * e.itemsize;
         c.count = c.counts[r] * e.scale;
         c.value = nb::borrow(sendbuf);
     } else {
@@ -468,70 +477,16 @@ void prep_scatterv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle r
                        "] is " + std::to_string(c.counts[r]));
         c.recv = out.data;
         c.count = out.size * e.scale;
-        keep(c, std::move(out));
+        keep_recv(c, std::move(out));
     }
     scale_counts(c.counts, e.scale);
     scale_counts(c.displs, e.scale);
-    keep(c, std::move(in));
+    keep_send(c, std::move(in));
 }
 
 void prep_barrier(Communicator&, Call& c, nb::handle stream) {
     c.coll = Coll::Barrier;
     c.stream = stream_arg(stream);
-}
-
-chorus_result_t issue(const Call& c, chorus_comm_t comm, chorus_request_t* req) {
-    const void* s = c.send;
-    void* r = c.recv;
-    const size_t* counts = c.counts.empty() ? nullptr : c.counts.data();
-    const size_t* displs = c.displs.empty() ? nullptr : c.displs.data();
-    const size_t* scounts = c.send_counts.empty() ? nullptr : c.send_counts.data();
-    const size_t* sdispls = c.send_displs.empty() ? nullptr : c.send_displs.data();
-    const auto dt = c.dtype;
-    void* st = c.stream;
-    switch (c.coll) {
-        case Coll::Allreduce:
-            return req ? chorus_iallreduce(s, r, c.count, dt, c.op, comm, st, req)
-                       : chorus_allreduce(s, r, c.count, dt, c.op, comm, st);
-        case Coll::Broadcast:
-            return req ? chorus_ibroadcast(s, r, c.count, dt, c.root, comm, st, req)
-                       : chorus_broadcast(s, r, c.count, dt, c.root, comm, st);
-        case Coll::Reduce:
-            return req ? chorus_ireduce(s, r, c.count, dt, c.op, c.root, comm, st, req)
-                       : chorus_reduce(s, r, c.count, dt, c.op, c.root, comm, st);
-        case Coll::ReduceScatter:
-            return req ? chorus_ireduce_scatter(s, r, c.count, dt, c.op, comm, st, req)
-                       : chorus_reduce_scatter(s, r, c.count, dt, c.op, comm, st);
-        case Coll::ReduceScatterv:
-            return req ? chorus_ireduce_scatterv(s, r, counts, dt, c.op, comm, st, req)
-                       : chorus_reduce_scatterv(s, r, counts, dt, c.op, comm, st);
-        case Coll::Allgather:
-            return req ? chorus_iallgather(s, r, c.count, dt, comm, st, req)
-                       : chorus_allgather(s, r, c.count, dt, comm, st);
-        case Coll::Allgatherv:
-            return req ? chorus_iallgatherv(s, c.count, r, counts, displs, dt, comm, st, req)
-                       : chorus_allgatherv(s, c.count, r, counts, displs, dt, comm, st);
-        case Coll::Alltoall:
-            return req ? chorus_ialltoall(s, r, c.count, dt, comm, st, req)
-                       : chorus_alltoall(s, r, c.count, dt, comm, st);
-        case Coll::Alltoallv:
-            return req ? chorus_ialltoallv(s, scounts, sdispls, r, counts, displs, dt, comm, st, req)
-                       : chorus_alltoallv(s, scounts, sdispls, r, counts, displs, dt, comm, st);
-        case Coll::Gather:
-            return req ? chorus_igather(s, r, c.count, dt, c.root, comm, st, req)
-                       : chorus_gather(s, r, c.count, dt, c.root, comm, st);
-        case Coll::Gatherv:
-            return req ? chorus_igatherv(s, c.count, r, counts, displs, dt, c.root, comm, st, req)
-                       : chorus_gatherv(s, c.count, r, counts, displs, dt, c.root, comm, st);
-        case Coll::Scatter:
-            return req ? chorus_iscatter(s, r, c.count, dt, c.root, comm, st, req)
-                       : chorus_scatter(s, r, c.count, dt, c.root, comm, st);
-        case Coll::Scatterv:
-            return req ? chorus_iscatterv(s, counts, displs, r, c.count, dt, c.root, comm, st, req)
-                       : chorus_scatterv(s, counts, displs, r, c.count, dt, c.root, comm, st);
-        case Coll::Barrier: return req ? chorus_ibarrier(comm, st, req) : chorus_barrier(comm, st);
-    }
-    return CHORUS_ERR_INTERNAL;
 }
 
 }  // namespace chorus_py

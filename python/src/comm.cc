@@ -63,11 +63,12 @@ H handle_from(uintptr_t value) {
 // handle of another MPI's ABI would be a wild pointer here).
 MPI_Comm from_mpi4py(nb::handle obj) {
     nb::object mod = nb::borrow(obj.type().attr("__module__"));
-    const bool from_mpi4py = nb::isinstance<nb::str>(mod) && nb::borrow<nb::str>(mod).c_str() == std::string("mpi4py.MPI");
+    const bool from_mpi4py =
+        nb::isinstance<nb::str>(mod) && nb::borrow<nb::str>(mod).c_str() == std::string("mpi4py.MPI");
     if (!from_mpi4py)
-        throw nb::type_error(("comm must be None or an mpi4py communicator, not " +
-                              std::string(nb::type_name(obj.type()).c_str()))
-                                 .c_str());
+        throw nb::type_error(
+            ("comm must be None or an mpi4py communicator, not " + std::string(nb::type_name(obj.type()).c_str()))
+                .c_str());
     nb::module_ MPI = nb::module_::import_("mpi4py.MPI");
     if (!nb::isinstance(obj, MPI.attr("Comm")))
         throw nb::type_error("comm must be an mpi4py.MPI.Comm (an intracommunicator)");
@@ -115,8 +116,8 @@ void retire(const std::shared_ptr<Pending>& p) {
         std::swap(*it, v.back());
         v.pop_back();
     }
-    p->call.send_array = {};
-    p->call.recv_array = {};
+    p->call.send_held.reset();
+    p->call.recv_held.reset();
 }
 
 // Complete everything in flight, then destroy (GIL held on entry).
@@ -141,8 +142,8 @@ void close_state(CommState& s) {
         }
     }
     for (auto& p : ops) {
-        p->call.send_array = {};
-        p->call.recv_array = {};
+        p->call.send_held.reset();
+        p->call.recv_held.reset();
     }
     g_live.erase(std::remove(g_live.begin(), g_live.end(), &s), g_live.end());
     if (rc != CHORUS_SUCCESS) raise_chorus(rc, error);
@@ -160,7 +161,9 @@ void raise_chorus(chorus_result_t rc, const std::string& message) {
     throw nb::python_error();
 }
 
-bool initialized_mpi() { return g_initialized_mpi; }
+bool initialized_mpi() {
+    return g_initialized_mpi;
+}
 
 Communicator::Communicator(nb::handle mpi_comm) : state_(std::make_shared<CommState>()) {
     MPI_Comm comm = MPI_COMM_WORLD;
@@ -196,7 +199,9 @@ Communicator::~Communicator() {
     }
 }
 
-void Communicator::close() { close_state(*state_); }
+void Communicator::close() {
+    close_state(*state_);
+}
 
 void Communicator::set_label(nb::handle label) {
     std::string s;

@@ -1,8 +1,8 @@
 // The module chorus._chorus: its classes, enums and functions.
+#include <nanobind/stl/string.h>
+
 #include <deque>
 #include <string>
-
-#include <nanobind/stl/string.h>
 
 #include "binding.h"
 #include "collectives.h"
@@ -52,7 +52,9 @@ void def_collective(nb::class_<Communicator>& cls, const char* name, void (*prep
 
 }  // namespace
 
-bool is_in_place(nb::handle obj) { return obj.ptr() == g_in_place; }
+bool is_in_place(nb::handle obj) {
+    return obj.ptr() == g_in_place;
+}
 
 }  // namespace chorus_py
 
@@ -106,11 +108,11 @@ NB_MODULE(_chorus, m) {
         .def_prop_ro("rank", &Communicator::rank, "This process's rank in the communicator.")
         .def_prop_ro("size", &Communicator::size, "The number of ranks.")
         .def_prop_ro("closed", &Communicator::closed, "Whether close() has been called.")
-        .def("close", &Communicator::close,
-             "Complete the operations in flight and free the communicator. Idempotent.")
+        .def("close", &Communicator::close, "Complete the operations in flight and free the communicator. Idempotent.")
         .def("set_label", &Communicator::set_label, nb::arg("label").none(),
              "Label the operations this rank starts from now on (traces, hang reports); None removes it.")
-        .def("__enter__", [](Communicator& self) -> Communicator& { return self; }, nb::rv_policy::reference)
+        .def(
+            "__enter__", [](Communicator& self) -> Communicator& { return self; }, nb::rv_policy::reference)
         .def("__exit__", [](Communicator& self, nb::args) { self.close(); })
         .def("__repr__", [](const Communicator& self) {
             if (self.closed()) return std::string("<chorus.Communicator (closed)>");
@@ -122,39 +124,42 @@ NB_MODULE(_chorus, m) {
     auto none = [] { return nb::none(); };
     using nb::arg;
     // Buffers, counts and streams may be None (what a rank does not use).
-    def_collective(comm, "allreduce", &prep_allreduce, docs::kAllreduce, arg("sendbuf").none(), arg("recvbuf").none() = none(),
-                   arg("op") = sum, nb::kw_only(), arg("stream").none() = none());
-    def_collective(comm, "broadcast", &prep_broadcast, docs::kBroadcast, arg("sendbuf").none(), arg("recvbuf").none() = none(),
-                   arg("root") = 0, nb::kw_only(), arg("stream").none() = none());
+    def_collective(comm, "allreduce", &prep_allreduce, docs::kAllreduce, arg("sendbuf").none(),
+                   arg("recvbuf").none() = none(), arg("op") = sum, nb::kw_only(), arg("stream").none() = none());
+    def_collective(comm, "broadcast", &prep_broadcast, docs::kBroadcast, arg("sendbuf").none(),
+                   arg("recvbuf").none() = none(), arg("root") = 0, nb::kw_only(), arg("stream").none() = none());
     def_collective(comm, "reduce", &prep_reduce, docs::kReduce, arg("sendbuf").none(), arg("recvbuf").none() = none(),
                    arg("op") = sum, arg("root") = 0, nb::kw_only(), arg("stream").none() = none());
     def_collective(comm, "reduce_scatter", &prep_reduce_scatter, docs::kReduceScatter, arg("sendbuf").none(),
                    arg("recvbuf").none(), arg("op") = sum, nb::kw_only(), arg("stream").none() = none());
     def_collective(comm, "reduce_scatterv", &prep_reduce_scatterv, docs::kReduceScatterv, arg("sendbuf").none(),
-                   arg("recvbuf").none(), arg("recvcounts").none(), arg("op") = sum, nb::kw_only(), arg("stream").none() = none());
+                   arg("recvbuf").none(), arg("recvcounts").none(), arg("op") = sum, nb::kw_only(),
+                   arg("stream").none() = none());
     def_collective(comm, "allgather", &prep_allgather, docs::kAllgather, arg("sendbuf").none(), arg("recvbuf").none(),
                    nb::kw_only(), arg("stream").none() = none());
-    def_collective(comm, "allgatherv", &prep_allgatherv, docs::kAllgatherv, arg("sendbuf").none(), arg("recvbuf").none(),
-                   arg("recvcounts").none(), arg("displs").none() = none(), nb::kw_only(), arg("stream").none() = none());
-    def_collective(comm, "alltoall", &prep_alltoall, docs::kAlltoall, arg("sendbuf").none(), arg("recvbuf").none() = none(),
-                   nb::kw_only(), arg("stream").none() = none());
+    def_collective(comm, "allgatherv", &prep_allgatherv, docs::kAllgatherv, arg("sendbuf").none(),
+                   arg("recvbuf").none(), arg("recvcounts").none(), arg("displs").none() = none(), nb::kw_only(),
+                   arg("stream").none() = none());
+    def_collective(comm, "alltoall", &prep_alltoall, docs::kAlltoall, arg("sendbuf").none(),
+                   arg("recvbuf").none() = none(), nb::kw_only(), arg("stream").none() = none());
     def_collective(comm, "alltoallv", &prep_alltoallv, docs::kAlltoallv, arg("sendbuf").none(), arg("recvbuf").none(),
-                   arg("sendcounts").none(), arg("recvcounts").none(), arg("sdispls").none() = none(), arg("rdispls").none() = none(),
-                   nb::kw_only(), arg("stream").none() = none());
+                   arg("sendcounts").none(), arg("recvcounts").none(), arg("sdispls").none() = none(),
+                   arg("rdispls").none() = none(), nb::kw_only(), arg("stream").none() = none());
     def_collective(comm, "gather", &prep_gather, docs::kGather, arg("sendbuf").none(), arg("recvbuf").none() = none(),
                    arg("root") = 0, nb::kw_only(), arg("stream").none() = none());
-    def_collective(comm, "gatherv", &prep_gatherv, docs::kGatherv, arg("sendbuf").none(), arg("recvbuf").none() = none(),
-                   arg("recvcounts").none() = none(), arg("displs").none() = none(), arg("root") = 0, nb::kw_only(),
-                   arg("stream").none() = none());
-    def_collective(comm, "scatter", &prep_scatter, docs::kScatter, arg("sendbuf").none(), arg("recvbuf").none(), arg("root") = 0,
-                   nb::kw_only(), arg("stream").none() = none());
+    def_collective(comm, "gatherv", &prep_gatherv, docs::kGatherv, arg("sendbuf").none(),
+                   arg("recvbuf").none() = none(), arg("recvcounts").none() = none(), arg("displs").none() = none(),
+                   arg("root") = 0, nb::kw_only(), arg("stream").none() = none());
+    def_collective(comm, "scatter", &prep_scatter, docs::kScatter, arg("sendbuf").none(), arg("recvbuf").none(),
+                   arg("root") = 0, nb::kw_only(), arg("stream").none() = none());
     def_collective(comm, "scatterv", &prep_scatterv, docs::kScatterv, arg("sendbuf").none(), arg("recvbuf").none(),
                    arg("sendcounts").none() = none(), arg("displs").none() = none(), arg("root") = 0, nb::kw_only(),
                    arg("stream").none() = none());
     def_collective(comm, "barrier", &prep_barrier, docs::kBarrier, nb::kw_only(), arg("stream").none() = none());
 
-    m.def("has_cuda", [] { return chorus_has_cuda() != 0; },
-          "Whether Chorus was built with CUDA (device arrays work where a GPU is present).");
+    m.def(
+        "has_cuda", [] { return chorus_has_cuda() != 0; },
+        "Whether Chorus was built with CUDA (device arrays work where a GPU is present).");
     m.def(
         "setting",
         [](const std::string& name) {

@@ -95,6 +95,8 @@ def test_dtypes_and_ops(comm):
         comm.allreduce(zeros(2, np.complex64))
     with pytest.raises(TypeError, match="integer"):
         comm.allreduce(zeros(2, np.float16), op=chorus.Op.BXOR)
+    with pytest.raises(TypeError, match="byte order is not native"):
+        comm.allreduce(zeros(2, ">f4"))
     with pytest.raises(TypeError, match="bool arrays"):
         comm.allreduce(zeros(2, bool), op="sum")
     with pytest.raises(ValueError, match="unknown op 'maximum'"):
