@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes (or reuses) what the conformance suite needs for one MPI: a venv
-# with mpi4py built against that MPI from PyPI's source distribution, and
-# that distribution's test suite unpacked beside it. Both are cached under
+# with mpi4py built against that MPI from PyPI's source distribution (and
+# the wheel it was installed from), and that distribution's test suite
+# unpacked beside it. Prints the directory. Both are cached under
 # ${CHORUS_CACHE:-$HOME/.cache/chorus}/mpi4py-<mpi>-<version>/ and reused
 # when present (building mpi4py takes a few minutes on two cores).
 # Usage: tools/mpi4py-setup.sh openmpi|mpich
@@ -29,6 +30,9 @@ sdist=$(ls "$dir"/sdist/mpi4py-"$version".tar.gz)
 tar -xzf "$sdist" -C "$dir" "mpi4py-$version/test"
 mv "$dir/mpi4py-$version/test" "$dir/test"
 rmdir "$dir/mpi4py-$version"
-# Without numpy: the suite's buffer tests run on Python's array module.
-MPICC=$mpicc "${pip[@]}" install "$sdist" >&2
+# The wheel is kept beside the venv (wheel/), for other venvs of the same
+# Python to install without building again (tools/test-python.sh). Without
+# numpy: the suite's buffer tests run on Python's array module.
+MPICC=$mpicc "${pip[@]}" wheel --no-deps -w "$dir/wheel" "$sdist" >&2
+"${pip[@]}" install "$dir"/wheel/mpi4py-"$version"-*.whl >&2
 echo "$dir"
