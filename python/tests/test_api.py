@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -93,6 +95,33 @@ def test_close_completes_requests(comm):
     assert kept.done and np.all(kept.wait() == comm.size)
 
 
+def test_threads_on_their_own_communicators(comm):
+    """Blocking calls release the GIL: each thread's collective waits for
+    its peers' thread without holding up this process's other thread."""
+    comms = [chorus.Communicator() for _ in range(2)]
+    results = [None, None]
+
+    def work(k):
+        # Even ranks start on communicator 0, odd ones on 1: a thread that
+        # kept the GIL while waiting would deadlock the two.
+        if k != comm.rank % 2:
+            time.sleep(0.05)
+        x = np.zeros(1, dtype=np.int64)
+        for i in range(200):
+            x[0] = comm.rank + i
+            comms[k].allreduce(x)
+        results[k] = int(x[0])
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for c in comms:
+        c.close()
+    assert results == [sum(range(comm.size)) + 199 * comm.size] * 2
+
+
 def test_shapes_and_kinds(comm):
     a = np.full((3, 4), comm.rank, dtype=np.float32)
     assert comm.allreduce(a).shape == (3, 4) and np.all(a == sum(range(comm.size)))
@@ -119,16 +148,25 @@ def test_complex_moves_as_bytes(comm):
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed")
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int64"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int8", "int64", "bool"])
 def test_torch_cpu_tensors(comm, dtype):
     import torch
 
+    n = comm.size
     t = torch.full((4, 3), comm.rank + 1, dtype=getattr(torch, dtype))
+    if dtype == "bool":
+        t = torch.full((4, 3), comm.rank == 0)
+        assert torch.all(comm.allreduce(t, torch.empty_like(t), "lor")) and not torch.any(comm.allreduce(t, op="land"))
+        return
     out = torch.empty_like(t)
     assert comm.allreduce(t, out) is out
-    assert torch.all(out == comm.size * (comm.size + 1) // 2)
-    comm.allreduce(t, op="max")  # in place
-    assert torch.all(t == comm.size)
+    assert torch.all(out == n * (n + 1) // 2)
+    req = comm.iallreduce(t, op="max")  # in place, nonblocking
+    assert req.wait() is t and torch.all(t == n)
+    every = comm.allgather(torch.full((2,), comm.rank, dtype=t.dtype), torch.empty(2 * n, dtype=t.dtype))
+    assert every.tolist() == [r for r in range(n) for _ in range(2)]
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        comm.allreduce(out.T)
 
 
 def test_ops_by_enum_and_name(comm):
