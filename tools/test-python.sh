@@ -8,8 +8,8 @@
 #              rebuilds only what changed)
 # The build runs without pip's isolation, against the build requirements
 # of pyproject.toml installed in the venv, so the kept build dir's paths
-# stay valid from run to run. mpi4py is built against this MPI for the test
-# of communicators made from it (skipped if it cannot be installed).
+# stay valid from run to run. mpi4py, built against Open MPI, is installed
+# for the test of communicators made from it (skipped if it cannot be).
 # Usage: tools/test-python.sh [extra pytest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,13 +17,16 @@ source tools/env.sh
 
 venv=${CHORUS_CACHE:-$HOME/.cache/chorus}/venv-python
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+py=$venv/bin/python
+# mpi4py from the wheel tools/mpi4py-setup.sh built against Open MPI (and
+# keeps, for the conformance suite too).
+if m4p=$(tools/mpi4py-setup.sh openmpi) && "$py" -m pip install -q "$m4p"/wheel/mpi4py-*.whl; then :
+else echo "test-python: mpi4py not installed; its test is skipped"; fi
 # As if activated: meson-python runs the meson and ninja found on PATH.
 export PATH=$venv/bin:$PATH
-py=$venv/bin/python
 mapfile -t build_requires < <("$py" -c \
   'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")')
 "$py" -m pip install -q "${build_requires[@]}" numpy pytest
-"$py" -m pip install -q --no-binary mpi4py mpi4py || echo "test-python: mpi4py not installed; its test is skipped"
 # A build dir that another Meson configured cannot be reconfigured (its
 # saved state does not load): it is started anew.
 if [ -f build-python/meson-info/meson-info.json ] && ! "$py" -c '
