@@ -3,9 +3,9 @@
 # each with warnings as errors, and runs the test suites:
 #   build/         default configuration (CUDA if nvcc is found): every suite
 #   build-asan/    -Dcuda=disabled, AddressSanitizer + UBSan: unit (but its
-#                  [scale] cases) and loopback suites
+#                  [scale] cases), loopback and interposer_stress suites
 #   build-tsan/    -Dcuda=disabled, ThreadSanitizer: the thread tests (suite
-#                  threads)
+#                  threads) and interposer_stress
 #   build-mpich/   -Dmpi=mpich -Dcuda=disabled, under MPICH's mpiexec: mpi,
 #                  interposer and conformance suites
 # The conformance suite (mpi4py's tests on plain MPI and under the preload)
@@ -13,6 +13,7 @@
 # and reuses it from ${CHORUS_CACHE:-$HOME/.cache/chorus} afterwards. The
 # interposer_stress suite (the nonblocking path, 10,000 rounds) runs in
 # build/ and again under both sanitizers.
+# The Python package's suite runs once, against Open MPI (tools/test-python.sh).
 # The unit suite depends on neither the MPI nor CUDA: it runs in full once, in
 # build/. Three builds are without CUDA; the mpi suite runs with and without.
 # Usage: tools/test.sh
@@ -27,6 +28,10 @@ tools/mpi4py-setup.sh mpich
 meson setup build -Dwerror=true
 meson compile -C build
 meson test -C build --print-errorlogs
+
+# The Python package: built from this tree by meson-python into a cached
+# venv, its pytest suite under mpirun at np 2 and 3 (tools/test-python.sh).
+tools/test-python.sh
 
 # -O1, as AddressSanitizer's documentation advises: at -O3 the build took
 # twice as long to compile.
