@@ -159,7 +159,7 @@ const char* chorus_comm_last_error(chorus_comm_t comm);
  * `mpi_comm`: every rank calls it. The MPI communicator is duplicated, so
  * Chorus's bootstrap traffic never mixes with the application's; the
  * application may free `mpi_comm` afterwards. MPI must be initialized.
- * Reads the CHORUS_* environment variables (see README). All or nothing:
+ * Reads the CHORUS_* environment variables (docs/configuration.md). All or nothing:
  * it succeeds on every rank or fails on every rank with the same reason
  * (naming the ranks where it failed). The settings that change the protocol
  * are compared across ranks: one that differs fails creation everywhere
@@ -427,7 +427,7 @@ chorus_result_t chorus_memcpy(void* dst, const void* src, size_t bytes);
 int chorus_has_cuda(void);
 
 /* The value that a communicator created now would use for the setting
- * `name` (a CHORUS_* variable, see README), as Chorus prints it: the default
+ * `name` (a CHORUS_* variable, docs/configuration.md), as Chorus prints it: the default
  * when the variable is unset. *value stays valid until the next call of this
  * function on the same thread. A bad value in the environment returns
  * CHORUS_ERR_CONFIG (chorus_comm_last_error(NULL) names the variable and the

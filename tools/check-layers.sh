@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The library's layers include only what is below them (README, Architecture):
+# The library's layers include only what is below them (docs/architecture.md):
 #   core -> coll -> exec -> (net, reduce, cuda), and everything -> base;
 #   lib/coll sees the schedule IR and datatype facts only;
 #   lib/mpi (libchorus_mpi.so) and lib/fortran see chorus.h only.

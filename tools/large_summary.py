@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The README's table of large messages in both benchmark modes, from
+"""The table of large messages (docs/performance.md) in both benchmark modes, from
 tools/perf-report.sh LARGE=1 runs: per collective and size, Chorus's median
 latency with warm caches (us) and the medians over runs of MPI / Chorus
 warm and cold, as "latency (warm/cold)"; then the all-reduce's bus

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's performance section, measured: every collective at np=2 on host
+# The performance tables of docs/performance.md, measured: every collective at np=2 on host
 # memory against the MPI library, with three baselines, each run REPEAT times
 # (interleaved, so that noise spreads over all of them):
 #   ob1      Open MPI as installed (pml ob1: shared memory + CMA)
@@ -8,13 +8,13 @@
 #            (malloc'd temporaries on huge pages: MPI allocates per call)
 # Writes docs/perf/<collective>/<baseline>.csv (per-size medians, in
 # chorus-bench's CSV format), docs/perf/<collective>.png, and prints the
-# markdown tables the README shows.
+# markdown tables docs/performance.md shows.
 # With SMALL=1: every collective (unless COLLECTIVES) at 4 B-4 KiB (unless
-# SIZES) against ob1 and pml-ucx only, printing the README's small-message
+# SIZES) against ob1 and pml-ucx only, printing the small-message
 # table (tools/small_summary.py); docs/perf is left as it is.
 # With LARGE=1: every collective but the barrier (unless COLLECTIVES) at
 # 64 KiB-64 MiB (unless SIZES) against ob1, each run once with warm caches
-# and once with --cold-cache, printing the README's table of both modes
+# and once with --cold-cache, printing the table of both modes
 # (tools/large_summary.py); docs/perf is left as it is.
 # Usage: tools/perf-report.sh [BUILD_DIR]
 #   REPEAT=3 SIZES=4:64M COLLECTIVES="allreduce bcast reduce reduce_scatter allgather" SMALL=0 LARGE=0

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The README's small-message table, from tools/perf-report.sh SMALL=1 runs:
+"""The small-message table of docs/performance.md, from tools/perf-report.sh SMALL=1 runs:
 per collective and size, Chorus's median latency (us, over the ob1 runs)
 and the medians over runs of MPI / Chorus for the ob1 and the pml-ucx
 baselines, as "latency (ob1/ucx)". Prints to stderr every cell where the
