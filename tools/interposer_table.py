@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The per-size table (docs/interposer.md) of the preload against two MPI baselines, from
+"""The per-size table (docs/performance.md) of the preload against two MPI baselines, from
 two outputs of tools/interposer-report.sh (SAME_RUN=1 runs; the first with
 ob1, the second with pml ucx): each cell is the preloaded call's median us
 (first run), then plain / preloaded in the first and in the second (below 1:
