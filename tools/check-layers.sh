@@ -15,7 +15,7 @@ allowed() {  # folder -> extended regex of the quoted includes it may use
     exec) echo '^(chorus\.h|base/|exec/|net/transport\.h|reduce/|cuda/cuda_runtime_api\.h)' ;;
     coll) echo '^(chorus\.h|base/|coll/|exec/schedule\.h|reduce/datatype\.h)' ;;
     core) echo '^(chorus\.h|base/|core/|coll/|exec/|net/|reduce/datatype\.h|cuda/cuda_runtime_api\.h)' ;;
-    mpi) echo '^(chorus\.h|interposer\.h|intercept\.h|requests\.h|fortran\.h|small_vector\.h|tuning\.h)' ;;
+    mpi) echo '^(chorus\.h|interposer\.h|intercept\.h|requests\.h|blocks\.h|fortran\.h|small_vector\.h|tuning\.h)' ;;
     fortran) echo '^chorus\.h' ;;
     *) echo '^$' ;;
   esac
