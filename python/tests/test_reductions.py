@@ -8,7 +8,19 @@ import numpy as np
 import pytest
 
 import chorus
-from helpers import BITWISE, DTYPES, FLOATS, OPS, Buf, assert_identical, check_reduction, complete, empty, rank_inputs, wrap
+from helpers import (
+    BITWISE,
+    DTYPES,
+    FLOATS,
+    OPS,
+    Buf,
+    assert_identical,
+    check_reduction,
+    complete,
+    empty,
+    rank_inputs,
+    wrap,
+)
 
 N = 37  # odd: no block or vector width divides it
 MODES = ["blocking", "nonblocking"]
