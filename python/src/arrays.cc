@@ -25,8 +25,8 @@ std::string kind_of(nb::handle obj) {
 
 // Dense in C order. Extents of one element (and empty arrays) may carry any
 // stride: no element is reached through them.
-template <typename Array>
-bool c_contiguous(const Array& a) {
+template <typename Nd>
+bool c_contiguous(const Nd& a) {
     if (a.size() <= 1) return true;
     int64_t expected = 1;
     for (size_t i = a.ndim(); i-- > 0;) {
@@ -36,9 +36,9 @@ bool c_contiguous(const Array& a) {
     return true;
 }
 
-// The checks both sides share; the pointer is the first element's.
-template <typename Array>
-void check_array(const Array& a, const char* name) {
+// What a DLPack import must be (the buffer protocol's are in from_buffer).
+template <typename Nd>
+void check_array(const Nd& a, const char* name) {
     if (!usable_device(a.device_type()))
         throw nb::type_error((std::string(name) + ": arrays on DLPack device type " + std::to_string(a.device_type()) +
                               " are not supported (host and CUDA memory are)")
@@ -86,7 +86,9 @@ namespace {
 // for anything else (structs, pointers, characters), left to DLPack.
 bool format_dtype(const char* f, Py_ssize_t itemsize, nb::dlpack::dtype* out) {
     if (!f) f = "B";
-    if (*f == '@' || *f == '=' || *f == '<') ++f;  // native: little-endian here
+    // Native byte order only ('<' is native on a little-endian host).
+    constexpr bool little = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+    if (*f == '@' || *f == '=' || (*f == '<' && little)) ++f;
     bool complex = false;
     if (*f == 'Z') {
         complex = true;
@@ -124,7 +126,8 @@ bool from_buffer(nb::handle obj, bool writable, const char* name, Array* a) {
         return false;
     }
     std::unique_ptr<Py_buffer, BufferRelease> view(raw.release());
-    if (view->format && view->format[0] == '>')
+    constexpr char foreign = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? '>' : '<';
+    if (view->format && (view->format[0] == foreign || view->format[0] == '!'))
         throw nb::type_error((std::string(name) + ": byte order is not native (use .astype with '=')").c_str());
     if (!format_dtype(view->format, view->itemsize, &a->dtype)) return false;
     if (writable && view->readonly)
