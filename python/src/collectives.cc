@@ -36,6 +36,28 @@ void keep_recv(Call& c, Array&& out) {
     c.recv_held = std::move(out.held);
 }
 
+// A rank other than the root of a gather(v): it only sends `sendbuf`.
+void leaf_sends(Call& c, nb::handle sendbuf, const char* fn) {
+    if (is_in_place(sendbuf)) size_error(std::string(fn) + ": IN_PLACE is for the root only");
+    Input in = input_array(sendbuf, "sendbuf");
+    const Elem e = element_of(in.dtype, nullptr);
+    set_elem(c, e);
+    c.send = in.data;
+    c.count = in.size * e.scale;
+    keep_send(c, std::move(in));
+}
+
+// A rank other than the root of a scatter(v): it only receives `recvbuf`.
+void leaf_receives(Call& c, nb::handle recvbuf, const char* fn) {
+    if (is_in_place(recvbuf)) size_error(std::string(fn) + ": IN_PLACE is for the root only");
+    Output out = output_array(recvbuf, "recvbuf");
+    const Elem e = element_of(out.dtype, nullptr);
+    set_elem(c, e);
+    c.recv = out.data;
+    c.count = out.size * e.scale;
+    keep_recv(c, std::move(out));
+}
+
 // The count of a buffer split into one block per rank.
 size_t per_rank(size_t elements, int size, const char* name) {
     if (elements % static_cast<size_t>(size))
@@ -320,13 +342,7 @@ void prep_gather(Communicator& self, Call& c, nb::handle sendbuf, nb::handle rec
     c.stream = stream_arg(stream);
     c.value = nb::borrow(recvbuf);
     if (self.rank() != root) {
-        if (is_in_place(sendbuf)) size_error("gather: IN_PLACE is for the root only");
-        Input in = input_array(sendbuf, "sendbuf");
-        const Elem e = element_of(in.dtype, nullptr);
-        set_elem(c, e);
-        c.send = in.data;
-        c.count = in.size * e.scale;
-        keep_send(c, std::move(in));
+        leaf_sends(c, sendbuf, "gather");
         return;
     }
     if (recvbuf.is_none()) size_error("gather: recvbuf is required on the root");
@@ -358,13 +374,7 @@ void prep_gatherv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle re
     c.stream = stream_arg(stream);
     c.value = nb::borrow(recvbuf);
     if (self.rank() != root) {
-        if (is_in_place(sendbuf)) size_error("gatherv: IN_PLACE is for the root only");
-        Input in = input_array(sendbuf, "sendbuf");
-        const Elem e = element_of(in.dtype, nullptr);
-        set_elem(c, e);
-        c.send = in.data;
-        c.count = in.size * e.scale;
-        keep_send(c, std::move(in));
+        leaf_sends(c, sendbuf, "gatherv");
         return;
     }
     if (recvbuf.is_none()) size_error("gatherv: recvbuf is required on the root");
@@ -403,13 +413,7 @@ void prep_scatter(Communicator& self, Call& c, nb::handle sendbuf, nb::handle re
     c.stream = stream_arg(stream);
     c.value = nb::borrow(recvbuf);
     if (self.rank() != root) {
-        if (is_in_place(recvbuf)) size_error("scatter: IN_PLACE is for the root only");
-        Output out = output_array(recvbuf, "recvbuf");
-        const Elem e = element_of(out.dtype, nullptr);
-        set_elem(c, e);
-        c.recv = out.data;
-        c.count = out.size * e.scale;
-        keep_recv(c, std::move(out));
+        leaf_receives(c, recvbuf, "scatter");
         return;
     }
     if (sendbuf.is_none()) size_error("scatter: sendbuf is required on the root");
@@ -443,13 +447,7 @@ void prep_scatterv(Communicator& self, Call& c, nb::handle sendbuf, nb::handle r
     c.stream = stream_arg(stream);
     c.value = nb::borrow(recvbuf);
     if (self.rank() != root) {
-        if (is_in_place(recvbuf)) size_error("scatterv: IN_PLACE is for the root only");
-        Output out = output_array(recvbuf, "recvbuf");
-        const Elem e = element_of(out.dtype, nullptr);
-        set_elem(c, e);
-        c.recv = out.data;
-        c.count = out.size * e.scale;
-        keep_recv(c, std::move(out));
+        leaf_receives(c, recvbuf, "scatterv");
         return;
     }
     if (sendbuf.is_none()) size_error("scatterv: sendbuf is required on the root");
