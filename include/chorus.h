@@ -3,6 +3,8 @@
  *
  * A Chorus communicator is created from any MPI communicator. MPI launches
  * the processes and bootstraps the group; Chorus moves and reduces the data.
+ * Without MPI, the caller's own exchange bootstraps it instead
+ * (chorus_comm_create_oob: e.g. torch's Store under torchrun).
  *
  * Conventions that hold for every call in this header:
  *
@@ -85,7 +87,7 @@ typedef enum {
     CHORUS_ERR_INVALID_ARGUMENT = 1, /* a bad pointer, count, enum value or handle */
     CHORUS_ERR_UNSUPPORTED = 2,      /* valid, but not supported (e.g. a datatype/op pair) */
     CHORUS_ERR_OUT_OF_MEMORY = 3,    /* an allocation failed */
-    CHORUS_ERR_TRANSPORT = 4,        /* UCX reported an error */
+    CHORUS_ERR_TRANSPORT = 4,        /* UCX, MPI or an out-of-band exchange reported an error */
     CHORUS_ERR_CUDA = 5,             /* the CUDA runtime reported an error, or there is no GPU */
     CHORUS_ERR_TIMEOUT = 6,          /* an operation made no progress for CHORUS_TIMEOUT_MS */
     CHORUS_ERR_PEER_FAILED = 7,      /* a peer process died or became unreachable */
@@ -166,6 +168,54 @@ const char* chorus_comm_last_error(chorus_comm_t comm);
  * with CHORUS_ERR_CONFIG, naming the variable and its value on each group of
  * ranks; so does a bad value on any rank. */
 chorus_result_t chorus_comm_create(MPI_Comm mpi_comm, chorus_comm_t* comm);
+
+/* An out-of-band exchange supplied by the caller, for creating a
+ * communicator without MPI (chorus_comm_create_oob): e.g. over torch's c10d
+ * Store in a torchrun job, where nobody calls MPI_Init. */
+typedef struct {
+    int rank;   /* this process's rank, 0 <= rank < size */
+    int size;   /* number of ranks */
+    /* Allgather: every rank calls it with the same `bytes`; `recvbuf` receives size * bytes,
+     * rank i's `sendbuf` at i * bytes. Returns 0 on success, non-zero on failure
+     * (e.g. a timeout of the underlying store). Called only from inside chorus_comm_create_oob,
+     * on the calling thread, the same number of times on every rank. */
+    int (*allgather)(const void* sendbuf, void* recvbuf, size_t bytes, void* arg);
+    void* arg;
+} chorus_oob_t;
+
+/* Create a communicator over the `oob->size` processes that call this with
+ * the same exchange, without MPI: collective over them, every rank calls it,
+ * each with its own `oob->rank`. Chorus makes no MPI call for this
+ * communicator, at creation or later (collectives, destroy, process exit),
+ * so MPI need not be initialized; if it is, the communicator is the same as
+ * one from chorus_comm_create. Creation exchanges through `oob->allgather`
+ * everything chorus_comm_create exchanges over MPI (the settings, the
+ * transports' addresses, which ranks share a host, the clock offsets when
+ * tracing); `bytes` varies from call to call (a rank's part is at most a
+ * few KiB). Neither `oob` nor the callback is used after the call returns.
+ * Reads the CHORUS_* environment variables (docs/configuration.md).
+ *
+ * All or nothing, as chorus_comm_create: it succeeds on every rank or fails
+ * on every rank with the same reason, naming the ranks where it failed; a
+ * protocol setting that differs across ranks, or a bad value on any rank,
+ * fails creation everywhere with CHORUS_ERR_CONFIG. Errors:
+ *  - CHORUS_ERR_INVALID_ARGUMENT on this rank, before any exchange, when
+ *    `oob` or `comm` or `oob->allgather` is NULL, `oob->size` < 1, or
+ *    `oob->rank` is outside [0, size); and on every rank when the first
+ *    exchange shows that the ranks' `rank` and `size` do not fit together
+ *    (two ranks with one rank, sizes that differ, or bytes placed at the
+ *    wrong rank).
+ *  - CHORUS_ERR_TRANSPORT on a rank whose callback returned non-zero; the
+ *    message says which call failed and what it returned. That rank makes
+ *    no further call. Its peers wait in their own next call of the
+ *    callback, which the callback's own timeout must bound (a store's
+ *    timeout): Chorus cannot interrupt a call in progress. With that bound,
+ *    each peer's callback fails too and so does its creation, with
+ *    CHORUS_ERR_TRANSPORT; a callback that never returns leaves its rank
+ *    waiting.
+ * On failure `*comm` is NULL and chorus_comm_last_error(NULL) gives the
+ * message. */
+chorus_result_t chorus_comm_create_oob(const chorus_oob_t* oob, chorus_comm_t* comm);
 
 /* Destroy a communicator. Every rank calls it, in any order relative to its
  * other communicators: it waits for no peer. Operations still in flight are

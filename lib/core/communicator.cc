@@ -43,10 +43,19 @@ std::shared_ptr<const coll::HostMap> host_map(const net::Transport& t) {
 namespace {
 // At MPI_Finalize (MPI_COMM_SELF's attributes are deleted first thing, while
 // MPI still works, and every rank is there), the endpoints of destroyed
-// communicators that are still flushing are flushed to the end.
+// communicators that are still flushing are flushed to the end. Where MPI is
+// not initialized (or finalized already: a communicator made out of band),
+// the same at exit: MPI is never called then.
 void drain_at_finalize() {
-    static std::once_flag once;
-    std::call_once(once, [] {
+    static std::once_flag mpi_once, exit_once;
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (!initialized || finalized) {
+        std::call_once(exit_once, [] { std::atexit([] { net::drain_retired(5000); }); });
+        return;
+    }
+    std::call_once(mpi_once, [] {
         int keyval = MPI_KEYVAL_INVALID;
         MPI_Comm_create_keyval(
             MPI_COMM_NULL_COPY_FN,
@@ -61,13 +70,19 @@ void drain_at_finalize() {
 }  // namespace
 
 std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm) {
-    drain_at_finalize();
     auto boot = std::make_unique<net::MpiBootstrap>(comm);
+    std::unique_ptr<Communicator> c = create(*boot);
+    c->boot_ = std::move(boot);
+    return c;
+}
+
+std::unique_ptr<Communicator> Communicator::create(net::Bootstrap& boot) {
+    drain_at_finalize();
     // The settings: read on every rank, then compared (all or nothing).
     static std::atomic<uint64_t> created{0};
     const uint64_t mine = created++;
     Config config;
-    std::vector<std::string> settings = net::allgather_agreed(*boot, [&] {
+    std::vector<std::string> settings = net::allgather_agreed(boot, [&] {
         config = Config::from_env();
         return cat(mine, "\n", config.protocol_settings());
     });
@@ -79,14 +94,14 @@ std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm) {
     set_log_level(config.log_level);
 
     std::unique_ptr<net::Transport> transport = std::make_unique<net::UcxTransport>(
-        *boot, config.peer_errors,
+        boot, config.peer_errors,
         config.one_sided == OneSidedAccess::Off    ? net::UcxTransport::RmaUse::Off
         : config.one_sided == OneSidedAccess::Keys ? net::UcxTransport::RmaUse::Always
                                                    : net::UcxTransport::RmaUse::BetweenHosts);
-    transport = net::ShmTransport::create(*boot, std::move(transport), config.shm_eager_bytes, config.shm_rendezvous,
+    transport = net::ShmTransport::create(boot, std::move(transport), config.shm_eager_bytes, config.shm_rendezvous,
                                           config.one_sided == OneSidedAccess::Auto);
     std::unique_ptr<Communicator> c;
-    net::allgather_agreed(*boot, [&] {
+    net::allgather_agreed(boot, [&] {
         if (config.inject == "create")
             fail(CHORUS_ERR_TRANSPORT, "failure injected at creation (CHORUS_INJECT_FAILURE=create)");
         c = std::make_unique<Communicator>(std::move(transport), config);
@@ -95,9 +110,8 @@ std::unique_ptr<Communicator> Communicator::create_mpi(MPI_Comm comm) {
     c->id_ = id;
     // Timing (traces, stragglers) is on for all ranks if any rank asks, with
     // the clock offsets measured now.
-    const bool timing = !boot->all(config.trace_dir.empty() && config.log_level < LogLevel::Info);
-    c->observer_.created(id, timing, timing ? clock_offset_us(boot->comm()) : 0);
-    c->boot_ = std::move(boot);
+    const bool timing = !boot.all(config.trace_dir.empty() && config.log_level < LogLevel::Info);
+    c->observer_.created(id, timing, timing ? clock_offset_us(boot) : 0);
     return c;
 }
 

@@ -31,10 +31,17 @@ class ShmTransport;
 
 class Communicator {
 public:
-    // Collective over `comm`, all or nothing: duplicates it, reads the
-    // settings and compares those that change the protocol, and bootstraps
-    // the transports. If any of it fails on any rank, it throws on every
-    // rank with the reason (a setting that differs: CHORUS_ERR_CONFIG).
+    // Collective over `boot`, all or nothing: reads the settings and
+    // compares those that change the protocol, bootstraps the transports
+    // (addresses, which ranks share a host) and measures the clock offsets
+    // when timing is on, every exchange through `boot`. If any of it fails on
+    // any rank, it throws on every rank with the reason (a setting that
+    // differs: CHORUS_ERR_CONFIG). Only a failure of `boot` itself throws on
+    // this rank alone (the peers fail when their own exchange does). The
+    // communicator does not keep `boot`.
+    static std::unique_ptr<Communicator> create(net::Bootstrap& boot);
+    // create() over a private duplicate of `comm` (MPI initialized), which
+    // the communicator keeps and frees.
     static std::unique_ptr<Communicator> create_mpi(MPI_Comm comm);
     // Over an existing transport (loopback tests). Takes ownership. Without
     // a device, CUDA's (tests pass an emulated one). `boot`, if any, is kept

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <type_traits>
@@ -9,11 +10,14 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "exec/schedule.h"
+#include "net/mpi_bootstrap.h"
 #include "reduce/datatype.h"
 
 namespace chorus {
 
-double clock_offset_us(MPI_Comm comm) {
+namespace {
+
+double ping_pong_offset_us(MPI_Comm comm) {
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -44,6 +48,35 @@ double clock_offset_us(MPI_Comm comm) {
     double mine = 0;
     MPI_Scatter(offsets.data(), 1, MPI_DOUBLE, &mine, 1, MPI_DOUBLE, 0, comm);
     return mine;
+}
+
+// Round k carries every rank's stamp taken before it, and the time its
+// round k-1 ended (both on the rank's own clock). Rank 0's stamp of round k was taken before round k
+// ended here: offset <= end_here - stamp_0. This rank's stamp was taken
+// before round k ended on rank 0: offset >= stamp_here - end_0.
+double exchange_offset_us(net::Bootstrap& boot) {
+    constexpr int kRounds = 8;
+    const int me = boot.rank();
+    double low = -1e300, high = 1e300, stamp_prev = 0, end_prev = 0;
+    for (int k = 0; k <= kRounds; ++k) {
+        const double stamps[2] = {now_us(), end_prev};
+        std::vector<std::string> all = boot.allgather(std::string(reinterpret_cast<const char*>(stamps), sizeof stamps));
+        const double end = now_us();
+        double zero[2];
+        std::memcpy(zero, all[0].data(), sizeof zero);
+        high = std::min(high, end - zero[0]);
+        if (k > 0) low = std::max(low, stamp_prev - zero[1]);
+        stamp_prev = stamps[0];
+        end_prev = end;
+    }
+    return me == 0 || low > high ? 0 : (low + high) / 2;
+}
+
+}  // namespace
+
+double clock_offset_us(net::Bootstrap& boot) {
+    if (auto* mpi = dynamic_cast<net::MpiBootstrap*>(&boot)) return ping_pong_offset_us(mpi->comm());
+    return exchange_offset_us(boot);
 }
 
 namespace {

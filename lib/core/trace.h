@@ -12,8 +12,6 @@
 // dies first leaves only the file's header).
 #pragma once
 
-#include <mpi.h>
-
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -23,12 +21,18 @@
 
 #include "base/clock.h"
 #include "core/recorder.h"
+#include "net/bootstrap.h"
 
 namespace chorus {
 
-// This rank's clock minus rank 0's, in microseconds: the best of a few
-// ping-pongs with rank 0. Collective over `comm`.
-double clock_offset_us(MPI_Comm comm);
+// This rank's clock minus rank 0's, in microseconds. Collective over
+// `boot`. Over MPI, the best of a few ping-pongs with rank 0; over any
+// other bootstrap (out of band), from a few all-gathers of time stamps:
+// each bounds the offset from both sides (a stamp is taken before the
+// exchange that carries it ends anywhere), and the estimate is the middle
+// of the narrowest bounds, as good as the exchange is fast (a store's
+// round trip, milliseconds, rather than a message's).
+double clock_offset_us(net::Bootstrap& boot);
 
 struct StepSpan {
     uint64_t seq;
