@@ -59,6 +59,8 @@
  *    request; buffers must stay untouched until the request completes.
  *  - Counts are in elements. A collective with nothing to move (count 0)
  *    still has to be called by every rank.
+ *  - Point-to-point messages (chorus_send, chorus_recv and their twins)
+ *    share the communicator with the collectives; see their section.
  *
  * Usable from C and C++. No CUDA or UCX type appears here.
  */
@@ -269,8 +271,9 @@ chorus_result_t chorus_iallreduce(const void* sendbuf, void* recvbuf, size_t cou
                                   chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm,
                                   void* stream, chorus_request_t* request);
 
-/* Progress every operation in flight on the request's communicator and set
- * *done to 1 if `request` has completed, 0 otherwise. A completed request is
+/* Progress every operation in flight on the request's communicator
+ * (collectives and point-to-point messages alike) and set *done to 1 if
+ * `request` (of either kind) has completed, 0 otherwise. A completed request is
  * released: the handle must not be used again. If the operation failed, its
  * error is returned (and *done is 1). */
 chorus_result_t chorus_test(chorus_request_t request, int* done);
@@ -438,6 +441,71 @@ chorus_result_t chorus_iscatterv(const void* sendbuf, const size_t* sendcounts, 
  * after the work queued there, like every collective. */
 chorus_result_t chorus_barrier(chorus_comm_t comm, void* stream);
 chorus_result_t chorus_ibarrier(chorus_comm_t comm, void* stream, chorus_request_t* request);
+
+/* ------------------------------------------------------------------------
+ * Point-to-point messages between two ranks of a communicator, as NCCL has
+ * them. Unlike the collectives, only the two ranks involved call: a send to
+ * `peer` is matched by a receive from the sender on `peer`.
+ *
+ *  - Matching: by (peer, tag). Messages of one sender with one tag are
+ *    received in the order they were sent; a message of another tag may be
+ *    received first. `tag` is 0 or more (any int); `peer` is a rank of the
+ *    communicator, this rank included (a message to itself). Point-to-point
+ *    tags are apart from the collectives: the two never match each other,
+ *    and may be interleaved freely on one communicator.
+ *  - Sizes: a receive must be posted for exactly the message's size in
+ *    bytes (count times the datatype's size; the datatypes may differ). If
+ *    not, it fails with CHORUS_ERR_MISMATCH (the message names both sizes,
+ *    the peer and the tag); the message is dropped and the communicator
+ *    stays usable. A count of 0 is a message with no data.
+ *  - A send never waits for its receive: it copies the data (a device
+ *    buffer through pinned host memory) and returns, so two ranks may each
+ *    send to the other and then receive, whatever the size. The data goes
+ *    out while later calls on the communicator progress it, and
+ *    chorus_comm_destroy waits for it to be received (so every message
+ *    sent must be received). The nonblocking send's request is complete at
+ *    once.
+ *  - A receive waits (its nonblocking twin completes) once the data is in
+ *    `buf`. `stream` as for collectives: the call starts after the work
+ *    queued there; a device buffer is written on the communicator's own
+ *    stream and holds the data once the call returns or the request
+ *    completes.
+ *  - Requests are completed and released by chorus_test and chorus_wait,
+ *    as the collectives' are.
+ *  - Failures: on a failed communicator these calls fail with
+ *    CHORUS_ERR_COMM_FAILED. A dead peer ends the receives from it with
+ *    CHORUS_ERR_PEER_FAILED (or a transport error), and CHORUS_TIMEOUT_MS
+ *    ends a receive without progress for that long with CHORUS_ERR_TIMEOUT;
+ *    either fails the communicator, and its peers learn of it. Once the
+ *    communicator has failed (here, or at a peer that told), the receives
+ *    still waiting end with that failure. A bad
+ *    argument fails only the call (CHORUS_ERR_INVALID_ARGUMENT).
+ *    Communicators of more than 524288 ranks have no point-to-point
+ *    (CHORUS_ERR_UNSUPPORTED).
+ * ------------------------------------------------------------------------ */
+
+/* Send `count` elements of `datatype` from `buf` to rank `peer` with `tag`.
+ * Returns once the data has been copied: `buf` may be reused at once. */
+chorus_result_t chorus_send(const void* buf, size_t count, chorus_datatype_t datatype, int peer, int tag,
+                            chorus_comm_t comm, void* stream);
+
+/* Receive the next message from rank `peer` with `tag` into `buf`, of
+ * exactly `count` elements of `datatype` (in bytes). Returns once it is in
+ * `buf`. */
+chorus_result_t chorus_recv(void* buf, size_t count, chorus_datatype_t datatype, int peer, int tag,
+                            chorus_comm_t comm, void* stream);
+
+/* Nonblocking send: as chorus_send, with a request (complete at once) that
+ * chorus_test or chorus_wait releases. */
+chorus_result_t chorus_isend(const void* buf, size_t count, chorus_datatype_t datatype, int peer, int tag,
+                             chorus_comm_t comm, void* stream, chorus_request_t* request);
+
+/* Nonblocking receive: returns at once with a request that completes
+ * through chorus_test() or chorus_wait() once the data is in `buf` (which
+ * must stay untouched until then). Receives posted earlier for the same
+ * (peer, tag) are matched first. */
+chorus_result_t chorus_irecv(void* buf, size_t count, chorus_datatype_t datatype, int peer, int tag,
+                             chorus_comm_t comm, void* stream, chorus_request_t* request);
 
 /* ------------------------------------------------------------------------
  * Memory and settings, for tools built on Chorus (the MPI interposer

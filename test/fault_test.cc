@@ -7,8 +7,10 @@
 // itself can no longer be trusted to collect results). COUNT floats per
 // all-reduce (default 2^20, over UCX); a few go through the shared segment
 // of the ranks of one host, where only the dead process itself tells.
+// With `p2p`, the survivors wait in chorus_recv for a message from the
+// victim instead (which never sends it).
 //
-//   fault_test kill|stop|exit DIR [COUNT]
+//   fault_test kill|stop|exit DIR [COUNT [p2p]]
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
@@ -39,12 +41,13 @@ bool names_rank(const std::string& message, int peer) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 3 && argc != 4) {
-        std::fprintf(stderr, "usage: fault_test kill|stop|exit DIR [COUNT]\n");
+    if (argc < 3 || argc > 5 || (argc == 5 && std::string(argv[4]) != "p2p")) {
+        std::fprintf(stderr, "usage: fault_test kill|stop|exit DIR [COUNT [p2p]]\n");
         return 2;
     }
     std::string mode = argv[1], dir = argv[2];
-    const long count = argc == 4 ? std::atol(argv[3]) : 1L << 20;
+    const long count = argc >= 4 ? std::atol(argv[3]) : 1L << 20;
+    const bool p2p = argc == 5;
     if (count <= 0) {
         std::fprintf(stderr, "fault_test: COUNT must be a positive number, not '%s'\n", argv[3]);
         return 2;
@@ -78,13 +81,15 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     int calls = 0;
     while (rc == CHORUS_SUCCESS && calls < 100000) {
-        rc = chorus_allreduce(buf.data(), buf.data(), buf.size(), CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
+        rc = p2p ? chorus_recv(buf.data(), buf.size(), CHORUS_FLOAT32, victim, 0, comm, nullptr)
+                 : chorus_allreduce(buf.data(), buf.data(), buf.size(), CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
         ++calls;
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string message = chorus_comm_last_error(comm);
     float x = 0;
-    chorus_result_t later = chorus_allreduce(&x, &x, 1, CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
+    chorus_result_t later = p2p ? chorus_recv(&x, 1, CHORUS_FLOAT32, 0, 0, comm, nullptr)
+                                : chorus_allreduce(&x, &x, 1, CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
 
     bool expected_code =
         mode != "stop" ? rc == CHORUS_ERR_PEER_FAILED : rc == CHORUS_ERR_TIMEOUT || rc == CHORUS_ERR_PEER_FAILED;

@@ -14,25 +14,9 @@ using chorus::Communicator;
 using chorus::Error;
 using chorus::Operation;
 using chorus::api::Form;
+using chorus::api::guarded;
 
 namespace {
-
-// Run `body`, turning exceptions into a result code and a last-error message
-// stored on `comm` (or the thread when there is none).
-template <typename F>
-chorus_result_t guarded(Communicator* comm, F&& body) {
-    try {
-        return body();
-    } catch (const Error& e) {
-        return chorus::api::report(comm, e.code(), e.what());
-    } catch (const std::bad_alloc&) {
-        return chorus::api::report(comm, CHORUS_ERR_OUT_OF_MEMORY, "out of memory");
-    } catch (const std::exception& e) {
-        return chorus::api::report(comm, CHORUS_ERR_INTERNAL, chorus::cat("internal error: ", e.what()));
-    } catch (...) {
-        return chorus::api::report(comm, CHORUS_ERR_INTERNAL, "internal error: unknown exception");
-    }
-}
 
 chorus_result_t invalid(Communicator* comm, const std::string& message) {
     return chorus::api::report(comm, CHORUS_ERR_INVALID_ARGUMENT, message);
@@ -184,20 +168,6 @@ chorus::api::Args vargs(const void* sendbuf, size_t count, const size_t* send_co
     a.send_counts = send_counts;
     a.send_displs = send_displs;
     return a;
-}
-
-// The request's communicator and operation, or an error.
-chorus_result_t find(chorus_request_t request, const char* fn, Communicator** c, Operation** op) {
-    std::string why;
-    if (!chorus::api::find_request(request, c, op, &why)) return invalid(nullptr, chorus::cat(fn, ": ", why));
-    return CHORUS_SUCCESS;
-}
-
-chorus_result_t finish(chorus_request_t request, Communicator* c, Operation* op) {
-    chorus::api::remove_request(request);
-    chorus_result_t rc = c->release(op);
-    if (rc != CHORUS_SUCCESS) chorus::api::thread_error() = c->last_error();
-    return rc;
 }
 
 }  // namespace
@@ -486,34 +456,6 @@ chorus_result_t chorus_barrier(chorus_comm_t comm, void* stream) {
 chorus_result_t chorus_ibarrier(chorus_comm_t comm, void* stream, chorus_request_t* request) {
     return collective(Form::Barrier, "chorus_ibarrier", args(nullptr, nullptr, 0, CHORUS_UINT8), comm, stream, true,
                       request);
-}
-
-chorus_result_t chorus_test(chorus_request_t request, int* done) {
-    if (!done) return invalid(nullptr, "chorus_test: done (output) is NULL");
-    *done = 0;
-    Communicator* c = nullptr;
-    Operation* op = nullptr;
-    chorus_result_t rc = find(request, "chorus_test", &c, &op);
-    if (rc != CHORUS_SUCCESS) return rc;
-    rc = guarded(c, [&] {
-        *done = c->progress(op) ? 1 : 0;
-        return CHORUS_SUCCESS;
-    });
-    if (rc != CHORUS_SUCCESS || !*done) return rc;
-    return finish(request, c, op);
-}
-
-chorus_result_t chorus_wait(chorus_request_t request) {
-    Communicator* c = nullptr;
-    Operation* op = nullptr;
-    chorus_result_t rc = find(request, "chorus_wait", &c, &op);
-    if (rc != CHORUS_SUCCESS) return rc;
-    rc = guarded(c, [&] {
-        c->wait(op);
-        return CHORUS_SUCCESS;
-    });
-    if (rc != CHORUS_SUCCESS) return rc;
-    return finish(request, c, op);
 }
 
 }  // extern "C"

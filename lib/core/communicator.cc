@@ -127,7 +127,8 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
       plans_(config_, cost_params(config_.cost, *transport_, hosts_), transport_->rank() == 0),
       waiter_(config_, transport_->local_ranks()),
       watchdog_(config_),
-      observer_(config_, *transport_, ops_) {
+      observer_(config_, *transport_, ops_),
+      p2p_(*transport_, buffers_.device()) {
     shm_ = dynamic_cast<net::ShmTransport*>(transport_.get());
     // Touch the scratch a pipelined operation needs once, up front.
     buffers_.warm(config_.chunk_bytes * static_cast<size_t>(config_.window));
@@ -154,6 +155,7 @@ Communicator::~Communicator() {
         if (op->executor) op->executor->abort();
         buffers_.release(*op);
     }
+    close_p2p();
     observer_.closing();
     ops_.clear();
     buffers_.device().drain();
@@ -321,7 +323,12 @@ std::string Communicator::name() const {
 }
 
 bool Communicator::progress(Operation* target) {
-    bool moved = false;
+    pass();
+    return target->finished;
+}
+
+void Communicator::pass() {
+    bool moved = p2p_.busy() && progress_p2p(false);
     for (auto& op : ops_) {
         if (op->finished) continue;
         try {
@@ -353,21 +360,14 @@ bool Communicator::progress(Operation* target) {
             fail_op(op, CHORUS_ERR_TIMEOUT, why);
             observer_.dump("timeout");
         });
+        if (p2p_.busy()) progress_p2p(true);
         poll_notices();
         observer_.idle(warned);
     }
-    return target->finished;
 }
 
 void Communicator::wait(Operation* op) {
-    constexpr unsigned kIdleEvery = 8;
-    unsigned idle = 0;
-    while (!progress(op)) {
-        if (waiter_.just_moved()) idle = 0;
-        ++idle;
-        if (idle_fn_ && idle % kIdleEvery == 0) idle_fn_(idle_arg_);
-        waiter_.pause(idle);
-    }
+    wait_until([op] { return op->finished; });
 }
 
 chorus_result_t Communicator::release(Operation* op) {

@@ -17,6 +17,7 @@
 #include "core/observer.h"
 #include "core/op_buffers.h"
 #include "core/operation.h"
+#include "core/p2p.h"
 #include "core/schedule_cache.h"
 #include "core/waiting.h"
 #include "exec/device.h"
@@ -90,6 +91,23 @@ public:
         return run(copy, sendbuf, recvbuf, stream);
     }
 
+    // Point-to-point (p2p.h; p2p_calls.cc), beside the collectives: only
+    // the two ranks involved call, and no operation number is taken.
+    // Arguments are validated by the caller. `stream` as for start(). A send
+    // has copied its data and is finished on return; a receive finishes in
+    // progress(). Both stay owned by the communicator until release().
+    P2pRequest* send(const void* buf, size_t count, chorus_datatype_t dtype, int peer, int tag, void* stream);
+    P2pRequest* recv(void* buf, size_t count, chorus_datatype_t dtype, int peer, int tag, void* stream);
+    // Progress everything in flight; true if `r` has finished.
+    bool progress(P2pRequest* r) {
+        pass();
+        return r->finished;
+    }
+    void wait(P2pRequest* r) {
+        wait_until([r] { return r->finished; });
+    }
+    chorus_result_t release(P2pRequest* r);
+
     // For messages: "comm 3 (4 ranks)"; the number is the same on every rank.
     std::string name() const;
     // Called while wait() idles, every kIdleEvery polls without progress.
@@ -113,6 +131,33 @@ public:
     void set_label(const char* label) { observer_.set_label(label); }
 
 private:
+    // Progress every operation in flight and the point-to-point traffic
+    // once, with the idle checks when they are due.
+    void pass();
+    // Pass until `done()` holds, spinning, then yielding the CPU.
+    template <typename Done>
+    void wait_until(const Done& done) {
+        constexpr unsigned kIdleEvery = 8;
+        unsigned idle = 0;
+        pass();
+        while (!done()) {
+            if (waiter_.just_moved()) idle = 0;
+            ++idle;
+            if (idle_fn_ && idle % kIdleEvery == 0) idle_fn_(idle_arg_);
+            waiter_.pause(idle);
+            pass();
+        }
+    }
+    // Progress point-to-point traffic (its idle checks too, with `idle`);
+    // a transfer that failed there fails the communicator.
+    bool progress_p2p(bool idle);
+    // A point-to-point failure (a dead peer, a timeout): the communicator
+    // fails from the next operation on, and the peers are told.
+    void p2p_failed();
+    // At teardown: the sends still in flight are delivered and the receives
+    // whose message came are finished (unless failed); the rest abandoned.
+    void close_p2p();
+
     // End `op` with an error here and mark the communicator failed; with
     // `tell`, every peer learns of it at once (a notice).
     void fail_op(Operation& op, chorus_result_t code, const std::string& message, bool tell = true);
@@ -176,6 +221,8 @@ private:
     // stream of calls allocates nothing.
     std::vector<std::unique_ptr<Operation>> spare_ops_;
     Observer observer_;  // records, traces, hang reports: reads ops_
+    PointToPoint p2p_;   // over transport_ and the device; closed before them
+    bool closing_ = false;
     uint64_t next_seq_ = 0;
     uint64_t next_slot_op_ = 0;
     // The last call run in place: its arguments (the caller's object), the

@@ -17,6 +17,7 @@ void Communicator::abort(const std::string& why) {
     if (!failed_) tell_peers(CHORUS_ERR_COMM_FAILED, 0, cat("rank ", rank(), " aborted: ", why));
     for (auto& op : ops_)
         if (!op->finished) fail_op(*op, CHORUS_ERR_COMM_FAILED, cat("aborted: ", why), false);
+    p2p_.fail_receives(-1, CHORUS_ERR_COMM_FAILED, cat("aborted: ", why));
     mark_failed(0, CHORUS_ERR_COMM_FAILED, cat("aborted: ", why));
 }
 
@@ -63,6 +64,10 @@ void Communicator::poll_notices() {
         // The sender finished every operation before `from`: those go on.
         for (auto& op : ops_)
             if (!op->finished && op->seq >= from) fail_op(*op, code, why, false);
+        // Point-to-point calls have no order against the notice, and every
+        // rank's calls fail from now on: the receives waiting here would
+        // never get their message.
+        p2p_.fail_receives(-1, code, why);
         mark_failed(from, code, why);
     }
 }

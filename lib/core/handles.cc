@@ -11,6 +11,7 @@ namespace {
 struct Request {
     uint64_t comm_id;
     Operation* op;
+    P2pRequest* p2p;
 };
 
 struct Registry {
@@ -86,15 +87,25 @@ std::unique_ptr<Communicator> remove_comm(chorus_comm_t handle) {
     return owned;
 }
 
-chorus_request_t add_request(chorus_comm_t comm, Operation* op) {
+namespace {
+chorus_request_t add(const Request& request) {
     auto& r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     uint64_t id = r.next_id++;
-    r.requests.emplace(id, Request{id_of(comm), op});
+    r.requests.emplace(id, request);
     return handle_of<chorus_request_t>(id);
 }
+}  // namespace
 
-bool find_request(chorus_request_t request, Communicator** comm, Operation** op, std::string* why) {
+chorus_request_t add_request(chorus_comm_t comm, Operation* op) {
+    return add(Request{id_of(comm), op, nullptr});
+}
+
+chorus_request_t add_request(chorus_comm_t comm, P2pRequest* p2p) {
+    return add(Request{id_of(comm), nullptr, p2p});
+}
+
+bool find_request(chorus_request_t request, Communicator** comm, Operation** op, P2pRequest** p2p, std::string* why) {
     auto& r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     auto it = r.requests.find(id_of(request));
@@ -109,6 +120,7 @@ bool find_request(chorus_request_t request, Communicator** comm, Operation** op,
     }
     *comm = c->second.get();
     *op = it->second.op;
+    *p2p = it->second.p2p;
     return true;
 }
 

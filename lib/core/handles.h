@@ -23,10 +23,13 @@ Communicator* find_comm(chorus_comm_t handle);
 // Unregister a communicator and the requests on it; null if not live.
 std::unique_ptr<Communicator> remove_comm(chorus_comm_t handle);
 
+// A request refers to a collective operation or to a point-to-point call.
 chorus_request_t add_request(chorus_comm_t comm, Operation* op);
-// The request's communicator and operation; false (with a message in
-// *why) for a request that is not live or whose communicator was destroyed.
-bool find_request(chorus_request_t request, Communicator** comm, Operation** op, std::string* why);
+chorus_request_t add_request(chorus_comm_t comm, P2pRequest* p2p);
+// The request's communicator and what it refers to (one of *op and *p2p
+// set, the other null); false (with a message in *why) for a request that is
+// not live or whose communicator was destroyed.
+bool find_request(chorus_request_t request, Communicator** comm, Operation** op, P2pRequest** p2p, std::string* why);
 void remove_request(chorus_request_t request);
 
 }  // namespace chorus::api

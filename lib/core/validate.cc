@@ -304,4 +304,24 @@ chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args&
     return CHORUS_SUCCESS;
 }
 
+chorus_result_t validate_p2p(const char* fn, Communicator* c, const void* buf, size_t count, int datatype, int peer,
+                             int tag) {
+    if (!datatype_valid(datatype)) return invalid(c, cat(fn, ": datatype ", datatype, " is not a chorus_datatype_t"));
+    size_t bytes = 0;
+    if (!mul(count, datatype_size(static_cast<chorus_datatype_t>(datatype)), &bytes))
+        return invalid(c, cat(fn, ": count ", count, " overflows the byte size"));
+    if (bytes && !buf) return invalid(c, cat(fn, ": buf is NULL with a non-zero count"));
+    const int size = c->size();
+    if (peer < 0 || peer >= size) return invalid(c, cat(fn, ": peer ", peer, " is out of range for ", size, " ranks"));
+    if (tag < 0) return invalid(c, cat(fn, ": tag ", tag, " is negative (tags are 0 or more)"));
+    if (size > kP2pMaxRanks)
+        return report(c, CHORUS_ERR_UNSUPPORTED,
+                      cat(fn, ": point-to-point needs a communicator of at most ", kP2pMaxRanks, " ranks, not ", size));
+    if (c->failed()) {
+        c->last_error() = cat(fn, ": communicator failed earlier: ", c->failure());
+        return CHORUS_ERR_COMM_FAILED;
+    }
+    return CHORUS_SUCCESS;
+}
+
 }  // namespace chorus::api

@@ -8,6 +8,9 @@
 #pragma once
 
 #include <cstddef>
+#include <exception>
+#include <new>
+#include <string>
 
 #include "chorus.h"
 #include "coll/algorithm.h"
@@ -65,5 +68,28 @@ chorus_result_t check_not_failed(const char* fn, Communicator* comm);
 
 // Record a failure's message on the communicator (if any) and the thread.
 chorus_result_t report(Communicator* comm, chorus_result_t rc, const std::string& message);
+
+// Checks a point-to-point call (chorus_send, chorus_recv and their twins):
+// the datatype, buf (NULL only with no bytes), peer in [0, size), tag >= 0,
+// the communicator's size (at most kP2pMaxRanks) and that it has not failed.
+chorus_result_t validate_p2p(const char* fn, Communicator* c, const void* buf, size_t count, int datatype, int peer,
+                             int tag);
+
+// Run `body`, turning exceptions into a result code and a last-error message
+// stored on `comm` (or the thread when there is none).
+template <typename F>
+chorus_result_t guarded(Communicator* comm, F&& body) {
+    try {
+        return body();
+    } catch (const Error& e) {
+        return report(comm, e.code(), e.what());
+    } catch (const std::bad_alloc&) {
+        return report(comm, CHORUS_ERR_OUT_OF_MEMORY, "out of memory");
+    } catch (const std::exception& e) {
+        return report(comm, CHORUS_ERR_INTERNAL, cat("internal error: ", e.what()));
+    } catch (...) {
+        return report(comm, CHORUS_ERR_INTERNAL, "internal error: unknown exception");
+    }
+}
 
 }  // namespace chorus::api
