@@ -192,6 +192,29 @@ TEST_CASE("automatic selection agrees with MPI's own collectives", "[mpi][select
     REQUIRE(chorus_comm_destroy(c) == CHORUS_SUCCESS);
 }
 
+TEST_CASE("reduce-scatter whose total lies just past a size class's first message", "[mpi][selection]") {
+    // The size class of 16 KiB totals: a rank count that does not divide
+    // its first message used to price a model just under 16 KiB, which fits
+    // a shared-memory slot, and then ran that schedule on totals that do not.
+    const int me = world_rank(), p = world_size();
+    chorus_comm_t c = nullptr;
+    REQUIRE(chorus_comm_create(MPI_COMM_WORLD, &c) == CHORUS_SUCCESS);
+    // Totals (int32) from just under 16 and 64 KiB to the top of the class
+    // that starts there (a quarter octave).
+    for (size_t first : {size_t(4096), size_t(16384)}) {
+        const size_t lo = first / size_t(p);
+        for (size_t count : {lo - 1, lo, lo + 1, lo + 2, lo * 9 / 8, lo * 5 / 4 - 1}) {
+            std::vector<int32_t> big(count * p), ours(count), theirs(count);
+            ref::fill_input(CHORUS_INT32, CHORUS_MAX, me, p, 18, big.data(), count * p);
+            REQUIRE(chorus_reduce_scatter(big.data(), ours.data(), count, CHORUS_INT32, CHORUS_MAX, c, nullptr) ==
+                    CHORUS_SUCCESS);
+            MPI_Reduce_scatter_block(big.data(), theirs.data(), int(count), MPI_INT32_T, MPI_MAX, MPI_COMM_WORLD);
+            REQUIRE(all_ranks(ours == theirs));
+        }
+    }
+    REQUIRE(chorus_comm_destroy(c) == CHORUS_SUCCESS);
+}
+
 TEST_CASE("nonblocking collectives of different kinds overlap on one communicator", "[mpi][nonblocking]") {
     const int p = world_size(), me = world_rank();
     chorus_comm_t c = nullptr;

@@ -53,8 +53,11 @@ CollArgs model_of(const CollArgs& args, size_t bytes, int shape) {
     model.held.reset();
     const size_t elems = bytes / esize;
     model.count = elems;
+    // A reduce-scatter's blocks rounded up: the model's total is at least
+    // `bytes`, in its size class as every message priced by it (rounded
+    // down, the first class past a slot would price a total that fits one).
     if (args.coll == Collective::ReduceScatter)
-        model.count = elems ? std::max<size_t>(1, elems / static_cast<size_t>(args.size)) : 0;
+        model.count = (elems + static_cast<size_t>(args.size) - 1) / static_cast<size_t>(args.size);
     if (args.coll == Collective::Allgatherv && args.size > 1 && !args.counts.empty()) {
         const size_t total = elems * static_cast<size_t>(args.size);
         const size_t most = std::min(total, std::max(elems, (size_t(1) << shape) / esize));
