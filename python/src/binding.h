@@ -193,6 +193,10 @@ private:
 void shutdown();
 // Whether this module called MPI_Init_thread.
 bool initialized_mpi();
+// MPI_COMM_WORLD as a launcher would describe it (initializing MPI if
+// needed): (rank, size, local rank, ranks on this host, rank 0's
+// `root_info`). Collective over MPI_COMM_WORLD.
+nb::tuple mpi_world(const std::string& root_info);
 
 // ---- module.cc ------------------------------------------------------------
 

@@ -165,6 +165,26 @@ bool initialized_mpi() {
     return g_initialized_mpi;
 }
 
+nb::tuple mpi_world(const std::string& root_info) {
+    ensure_mpi();
+    register_atexit();
+    int rank = 0, size = 0, local_rank = 0, local_size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm local = MPI_COMM_NULL;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+    MPI_Comm_rank(local, &local_rank);
+    MPI_Comm_size(local, &local_size);
+    MPI_Comm_free(&local);
+    // The root's text, at most 4 KiB, to every rank.
+    std::string info = root_info.substr(0, 4096);
+    int len = static_cast<int>(info.size());
+    MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    info.resize(static_cast<size_t>(len));
+    MPI_Bcast(info.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
+    return nb::make_tuple(rank, size, local_rank, local_size, text(info));
+}
+
 Communicator::Communicator(nb::handle mpi_comm) : state_(std::make_shared<CommState>()) {
     MPI_Comm comm = MPI_COMM_WORLD;
     if (mpi_comm.is_none()) {

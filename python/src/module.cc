@@ -171,4 +171,7 @@ NB_MODULE(_chorus, m) {
         nb::arg("name"), "The value a communicator created now would use for the CHORUS_* setting `name`.");
     m.def("_shutdown", &shutdown, "Close every communicator, then finalize MPI if this module initialized it.");
     m.def("_initialized_mpi", &initialized_mpi, "Whether this module called MPI_Init_thread.");
+    m.def("_mpi_world", &mpi_world, nb::arg("root_info"),
+          "(rank, size, local rank, local size, rank 0's root_info) of MPI_COMM_WORLD, initializing MPI if needed. "
+          "Collective over MPI_COMM_WORLD.");
 }
