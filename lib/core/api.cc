@@ -15,23 +15,11 @@ using chorus::Error;
 using chorus::Operation;
 using chorus::api::Form;
 using chorus::api::guarded;
+using chorus::api::invalid;
+using chorus::api::no_request;
+using chorus::api::not_live;
 
 namespace {
-
-chorus_result_t invalid(Communicator* comm, const std::string& message) {
-    return chorus::api::report(comm, CHORUS_ERR_INVALID_ARGUMENT, message);
-}
-
-// The message of a handle that names no live communicator (out of line:
-// the way of every call keeps no string in its frame).
-[[gnu::cold, gnu::noinline]] void not_live(chorus_comm_t handle, const char* fn) {
-    invalid(nullptr, chorus::cat(fn, ": comm is ", handle ? "not a live communicator" : "NULL",
-                                 " (destroyed, or never created)"));
-}
-
-[[gnu::cold, gnu::noinline]] chorus_result_t no_request(Communicator* c, const char* fn) {
-    return invalid(c, chorus::cat(fn, ": request (output) is NULL"));
-}
 
 // The live communicator of `handle`, or null with the message recorded.
 inline Communicator* live(chorus_comm_t handle, const char* fn) {

@@ -13,24 +13,19 @@ using chorus::Communicator;
 using chorus::Operation;
 using chorus::P2pRequest;
 using chorus::api::guarded;
+using chorus::api::invalid;
 using chorus::api::report;
 
 namespace {
-
-chorus_result_t invalid(Communicator* comm, const std::string& message) {
-    return report(comm, CHORUS_ERR_INVALID_ARGUMENT, message);
-}
 
 // A send or a receive: looked up, validated and started; waited for and
 // released unless `request` is given (the nonblocking twins).
 chorus_result_t p2p(bool is_send, const char* fn, const void* buf, size_t count, chorus_datatype_t datatype, int peer,
                     int tag, chorus_comm_t handle, void* stream, bool nonblocking, chorus_request_t* request) {
     Communicator* c = chorus::api::find_comm(handle);
-    if (!c)
-        return invalid(nullptr, chorus::cat(fn, ": comm is ", handle ? "not a live communicator" : "NULL",
-                                            " (destroyed, or never created)"));
+    if (!c) return chorus::api::not_live(handle, fn);
     if (nonblocking) {
-        if (!request) return invalid(c, chorus::cat(fn, ": request (output) is NULL"));
+        if (!request) return chorus::api::no_request(c, fn);
         *request = nullptr;
     }
     chorus_result_t rc = chorus::api::validate_p2p(fn, c, buf, count, datatype, peer, tag);

@@ -86,10 +86,6 @@ bool mul(size_t a, size_t b, size_t* out) {
     return true;
 }
 
-chorus_result_t invalid(Communicator* c, const std::string& message) {
-    return report(c, CHORUS_ERR_INVALID_ARGUMENT, message);
-}
-
 const char* on_root(const Rule& rule, Who who) {
     return rule.has_root && who == Who::Root ? " (on the root)" : "";
 }
@@ -169,6 +165,19 @@ chorus_result_t report(Communicator* comm, chorus_result_t rc, const std::string
     if (comm) comm->last_error() = message;
     thread_error() = message;
     return rc;
+}
+
+chorus_result_t invalid(Communicator* comm, const std::string& message) {
+    return report(comm, CHORUS_ERR_INVALID_ARGUMENT, message);
+}
+
+chorus_result_t not_live(chorus_comm_t handle, const char* fn) {
+    return invalid(nullptr, cat(fn, ": comm is ", handle ? "not a live communicator" : "NULL",
+                                " (destroyed, or never created)"));
+}
+
+chorus_result_t no_request(Communicator* c, const char* fn) {
+    return invalid(c, cat(fn, ": request (output) is NULL"));
 }
 
 chorus_result_t check_not_failed(const char* fn, Communicator* c) {

@@ -68,6 +68,13 @@ chorus_result_t check_not_failed(const char* fn, Communicator* comm);
 
 // Record a failure's message on the communicator (if any) and the thread.
 chorus_result_t report(Communicator* comm, chorus_result_t rc, const std::string& message);
+// report() of CHORUS_ERR_INVALID_ARGUMENT.
+chorus_result_t invalid(Communicator* comm, const std::string& message);
+// The errors of a handle that names no live communicator and of a NULL
+// request output, recorded (out of line: the way of every call keeps no
+// string in its frame).
+[[gnu::cold, gnu::noinline]] chorus_result_t not_live(chorus_comm_t handle, const char* fn);
+[[gnu::cold, gnu::noinline]] chorus_result_t no_request(Communicator* c, const char* fn);
 
 // Checks a point-to-point call (chorus_send, chorus_recv and their twins):
 // the datatype, buf (NULL only with no bytes), peer in [0, size), tag >= 0,

@@ -154,6 +154,13 @@ std::vector<at::Tensor> root_list(const std::vector<std::vector<at::Tensor>>& li
     return lists[0];
 }
 
+// A send's or a receive's peer (another rank of the group) and tag.
+void check_peer(int peer, int tag, int rank, int size, const char* what) {
+    TORCH_CHECK_VALUE(peer >= 0 && peer < size && peer != rank, "chorus: ", what, ": ", peer,
+                      " is not another rank of the group (size ", size, ", this rank ", rank, ")");
+    TORCH_CHECK_VALUE(tag >= 0, "chorus: ", what, ": the tag must not be negative, got ", tag);
+}
+
 // Byte counts and offsets of a list of tensors laid end to end.
 std::vector<size_t> byte_sizes(const std::vector<at::Tensor>& ts) {
     std::vector<size_t> v;
@@ -609,9 +616,7 @@ c10::intrusive_ptr<c10d::Work> Backend::barrier(const c10d::BarrierOptions&) {
 
 c10::intrusive_ptr<c10d::Work> Backend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
     const at::Tensor& t = single(tensors, "send");
-    TORCH_CHECK_VALUE(dst >= 0 && dst < getSize() && dst != getRank(), "chorus: send: ", dst,
-                      " is not another rank of the group (size ", getSize(), ", this rank ", getRank(), ")");
-    TORCH_CHECK_VALUE(tag >= 0, "chorus: send: the tag must not be negative, got ", tag);
+    check_peer(dst, tag, getRank(), getSize(), "send");
     return launch(c10d::OpType::SEND, "chorus:send", tensors, [&](Work& w) {
         chorus_request_t req = nullptr;
         start_or_fail(w, chorus_isend(t.data_ptr(), bytes_of(t), CHORUS_UINT8, dst, tag, comm_->handle, stream_of(t),
@@ -622,9 +627,7 @@ c10::intrusive_ptr<c10d::Work> Backend::send(std::vector<at::Tensor>& tensors, i
 
 c10::intrusive_ptr<c10d::Work> Backend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
     const at::Tensor& t = single(tensors, "recv");
-    TORCH_CHECK_VALUE(src >= 0 && src < getSize() && src != getRank(), "chorus: recv: ", src,
-                      " is not another rank of the group (size ", getSize(), ", this rank ", getRank(), ")");
-    TORCH_CHECK_VALUE(tag >= 0, "chorus: recv: the tag must not be negative, got ", tag);
+    check_peer(src, tag, getRank(), getSize(), "recv");
     return launch(c10d::OpType::RECV, "chorus:recv", tensors, [&](Work& w) {
         chorus_request_t req = nullptr;
         start_or_fail(w, chorus_irecv(t.data_ptr(), bytes_of(t), CHORUS_UINT8, src, tag, comm_->handle, stream_of(t),
