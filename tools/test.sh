@@ -21,24 +21,31 @@
 # Usage: tools/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's start, with the seconds since this script began.
+stage() { echo "== test.sh [${SECONDS}s] $*"; }
+stage dependencies
 tools/deps.sh
 source tools/env.sh
 rm -rf build build-asan build-tsan build-mpich
+stage mpi4py
 tools/mpi4py-setup.sh openmpi
 tools/mpi4py-setup.sh mpich
 
+stage default build
 meson setup build -Dwerror=true
 meson compile -C build
 meson test -C build --print-errorlogs
 
 # The Python package: built from this tree by meson-python into a cached
 # venv, its pytest suite under mpirun at np 2 and 3 (tools/test-python.sh).
+stage python
 tools/test-python.sh
 
 # -O1, as AddressSanitizer's documentation advises: at -O3 the build took
 # twice as long to compile.
+stage asan
 meson setup build-asan -Dcuda=disabled -Ddebug=true -Doptimization=1 -Db_sanitize=address,undefined -Db_lundef=false -Dwerror=true
-meson compile -C build-asan test/test_unit test/test_loopback test/gpu/test_gpu_api \
+meson compile -C build-asan test/test_unit test/test_oob test/test_loopback test/gpu/test_gpu_api \
   lib/mpi/chorus_mpi test/interposer/interposer_nonblocking_legal
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
   meson test -C build-asan --no-rebuild --print-errorlogs --suite unit --suite loopback --no-suite scale \
@@ -54,6 +61,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1:fas
 # API (loopback and mpirun) and under the preload. UCX's memory hooks are off
 # (they patch mmap, which ThreadSanitizer intercepts); reports inside MPI and
 # UCX, which are not instrumented, are suppressed (test/tsan.supp).
+stage tsan
 meson setup build-tsan -Dcuda=disabled -Dbuildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false -Dwerror=true
 meson compile -C build-tsan test/test_loopback test/test_mpi_dropin test/interposer/interposer_dropin \
   test/interposer/interposer_icalls test/interposer/interposer_nonblocking_legal lib/mpi/chorus_mpi
@@ -70,6 +78,8 @@ TSAN_OPTIONS="suppressions=$PWD/test/tsan.supp halt_on_error=1 history_size=7 ig
   UCX_MEM_EVENTS=no \
   meson test -C build-tsan --no-rebuild --print-errorlogs --suite threads --suite interposer_stress --timeout-multiplier 2
 
+stage mpich
 meson setup build-mpich -Dmpi=mpich -Dcuda=disabled -Dwerror=true
 meson compile -C build-mpich
 meson test -C build-mpich --print-errorlogs --suite mpi --suite interposer --suite conformance
+stage done
