@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal, Optional, Sequence, Union
+from typing import Any, Callable, Literal, Optional, Sequence, Union
 
 __version__: str
 
@@ -49,6 +49,7 @@ OpLike = Union[
 # with __cuda_stream__().
 StreamLike = Any
 Counts = Sequence[int]
+BytesLike = Union[bytes, bytearray, memoryview]
 SendBuf = Union[Array, _InPlaceType]
 
 class Request:
@@ -63,6 +64,10 @@ class Communicator:
     """A Chorus communicator over an mpi4py communicator (same MPI), or MPI_COMM_WORLD."""
 
     def __init__(self, comm: Any = None) -> None: ...
+    @staticmethod
+    def from_oob(
+        rank: int, size: int, allgather: Callable[[bytes], Union[Sequence[BytesLike], BytesLike]]
+    ) -> Communicator: ...
     @property
     def rank(self) -> int: ...
     @property

@@ -170,6 +170,9 @@ private:
 class Communicator {
 public:
     explicit Communicator(nb::handle mpi_comm);
+    // Over an out-of-band exchange (chorus_comm_create_oob): `allgather`
+    // takes this rank's bytes and returns every rank's, in rank order.
+    Communicator(int rank, int size, nb::handle allgather);
     ~Communicator();
     Communicator(const Communicator&) = delete;
     Communicator& operator=(const Communicator&) = delete;
@@ -185,6 +188,9 @@ public:
     Request start(Call& call);
 
 private:
+    // Take `c`, created on every rank; raise (nothing taken) on failure.
+    void adopt(chorus_result_t rc, chorus_comm_t c, const std::string& error);
+
     std::shared_ptr<CommState> state_;
 };
 

@@ -7,6 +7,8 @@
 // round, so a thread blocked in a collective never holds up Python.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include "binding.h"
@@ -88,6 +90,65 @@ MPI_Comm from_mpi4py(nb::handle obj) {
     MPI_Comm_test_inter(comm, &inter);
     if (inter) throw nb::value_error("comm is an intercommunicator: Chorus takes intracommunicators");
     return comm;
+}
+
+// One chorus_comm_create_oob's exchange: the Python callable, and the
+// first exception it raised (kept, GIL held, for the error's cause).
+struct OobExchange {
+    nb::handle fn;
+    int size;
+    std::optional<nb::python_error> error;
+};
+
+// Raise a Python exception of `type` as a C++ exception that carries it.
+[[noreturn]] void raise_py(PyObject* type, const std::string& message) {
+    PyErr_SetString(type, message.c_str());
+    throw nb::python_error();
+}
+
+// `part` into `out` when it is a bytes-like object of exactly `bytes`
+// bytes; a TypeError or ValueError otherwise.
+void take_part(nb::handle part, size_t bytes, char* out, const std::string& what) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(part.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) {
+        PyErr_Clear();
+        raise_py(PyExc_TypeError, what + " is not a bytes-like object but " + nb::type_name(part.type()).c_str());
+    }
+    const size_t len = static_cast<size_t>(view.len);
+    if (len == bytes) std::memcpy(out, view.buf, bytes);
+    PyBuffer_Release(&view);
+    if (len != bytes)
+        raise_py(PyExc_ValueError,
+                 what + " holds " + std::to_string(len) + " bytes where " + std::to_string(bytes) + " were expected");
+}
+
+// chorus_oob_t's allgather over a Python callable: allgather(bytes) returns
+// a sequence of `size` bytes-like objects (rank order) or one of size * n
+// bytes. Non-zero when it raised or returned something else.
+int oob_allgather(const void* sendbuf, void* recvbuf, size_t bytes, void* arg) {
+    auto& x = *static_cast<OobExchange*>(arg);
+    nb::gil_scoped_acquire gil;
+    try {
+        nb::object got = x.fn(nb::bytes(static_cast<const char*>(sendbuf), bytes));
+        char* out = static_cast<char*>(recvbuf);
+        const size_t n = static_cast<size_t>(x.size);
+        if (PyObject_CheckBuffer(got.ptr())) {
+            take_part(got, n * bytes, out, "allgather's result");
+        } else {
+            if (!PySequence_Check(got.ptr()) || PySequence_Size(got.ptr()) != static_cast<Py_ssize_t>(n)) {
+                PyErr_Clear();
+                raise_py(PyExc_ValueError, "allgather must return a sequence of " + std::to_string(n) +
+                                               " bytes-like objects (one per rank), or one of " + std::to_string(n) +
+                                               " x " + std::to_string(bytes) + " bytes");
+            }
+            for (size_t i = 0; i < n; ++i)
+                take_part(got[i], bytes, out + i * bytes, "rank " + std::to_string(i) + "'s part");
+        }
+        return 0;
+    } catch (nb::python_error& e) {
+        if (!x.error) x.error.emplace(std::move(e));
+    }
+    return 1;
 }
 
 void register_atexit() {
@@ -202,6 +263,39 @@ Communicator::Communicator(nb::handle mpi_comm) : state_(std::make_shared<CommSt
         rc = chorus_comm_create(comm, &c);
         if (rc != CHORUS_SUCCESS) error = chorus_comm_last_error(nullptr);  // this thread's
     }
+    adopt(rc, c, error);
+}
+
+Communicator::Communicator(int rank, int size, nb::handle allgather) : state_(std::make_shared<CommState>()) {
+    if (!PyCallable_Check(allgather.ptr())) throw nb::type_error("allgather must be callable");
+    if (size < 1) throw nb::value_error("size must be at least 1");
+    if (rank < 0 || rank >= size) throw nb::value_error("rank must be in [0, size)");
+    OobExchange x{allgather, size, {}};
+    chorus_oob_t oob{rank, size, &oob_allgather, &x};
+    register_atexit();
+    chorus_comm_t c = nullptr;
+    chorus_result_t rc;
+    std::string error;
+    {
+        nb::gil_scoped_release nogil;
+        rc = chorus_comm_create_oob(&oob, &c);
+        if (rc != CHORUS_SUCCESS) error = chorus_comm_last_error(nullptr);
+    }
+    if (rc != CHORUS_SUCCESS && x.error) {
+        // The exchange's own exception, as the ChorusError's cause.
+        nb::object cause = nb::borrow(x.error->value());
+        const std::string why = std::string(nb::type_name(cause.type()).c_str()) + ": " + nb::str(cause).c_str();
+        try {
+            raise_chorus(rc, error + " (" + why + ")");
+        } catch (nb::python_error& e) {
+            PyException_SetCause(e.value().ptr(), cause.release().ptr());
+            throw;
+        }
+    }
+    adopt(rc, c, error);
+}
+
+void Communicator::adopt(chorus_result_t rc, chorus_comm_t c, const std::string& error) {
     if (rc != CHORUS_SUCCESS) raise_chorus(rc, error);
     state_->comm = c;
     chorus_comm_rank(c, &state_->rank);

@@ -13,6 +13,22 @@ memory kind comes from the array's pointer). Sizes come from the arrays.
 Each collective has a nonblocking twin named with an "i" that returns a
 Request; the arrays stay referenced by it until it completes.)";
 
+constexpr const char* kFromOob = R"(A communicator created without MPI, over an exchange the caller supplies.
+
+Communicator.from_oob(rank, size, allgather): collective over the `size`
+processes that call it, each with its own `rank`. allgather(data: bytes)
+is called the same number of times on every rank, each time with bytes of
+the same length on every rank, and returns every rank's bytes in rank
+order: a sequence of `size` bytes-like objects, or one of size * len(data)
+bytes. Any all-gather will do: mpi4py's comm.allgather, a key-value store
+(torch.distributed's Store: set this rank's key, get every rank's), files
+on a shared file system. Chorus makes no MPI call for this communicator.
+
+Creation is all or nothing, as with an MPI communicator. When allgather
+raises or returns something else, creation fails with a ChorusError whose
+__cause__ is that exception; the peers then wait in their own allgather,
+which must time out for them to fail too (a store's timeout does).)";
+
 constexpr const char* kCommunicator = R"(A Chorus communicator over the ranks of an MPI communicator.
 
 Communicator(comm=None): comm is an mpi4py communicator, or None for

@@ -105,6 +105,10 @@ NB_MODULE(_chorus, m) {
 
     nb::class_<Communicator> comm(m, "Communicator", docs::kCommunicator);
     comm.def(nb::init<nb::handle>(), nb::arg("comm").none() = nb::none())
+        .def_static(
+            "from_oob",
+            [](int rank, int size, nb::handle allgather) { return new Communicator(rank, size, allgather); },
+            nb::arg("rank"), nb::arg("size"), nb::arg("allgather"), nb::rv_policy::take_ownership, docs::kFromOob)
         .def_prop_ro("rank", &Communicator::rank, "This process's rank in the communicator.")
         .def_prop_ro("size", &Communicator::size, "The number of ranks.")
         .def_prop_ro("closed", &Communicator::closed, "Whether close() has been called.")

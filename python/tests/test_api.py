@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import itertools
+import pathlib
+import shutil
+import tempfile
 import threading
 import time
 
@@ -59,6 +63,101 @@ def test_mpi4py_subcommunicator(comm):
 def test_not_a_communicator():
     with pytest.raises(TypeError, match="mpi4py"):
         chorus.Communicator(42)
+
+
+def file_allgather(directory: pathlib.Path, rank: int, size: int):
+    """An all-gather through files in a directory every rank sees: no MPI."""
+    calls = itertools.count()
+
+    def allgather(data: bytes) -> list[bytes]:
+        k = next(calls)
+        tmp = directory / f"{k}.{rank}.tmp"
+        tmp.write_bytes(data)
+        tmp.rename(directory / f"{k}.{rank}")
+        deadline = time.monotonic() + 60
+        parts = []
+        for r in range(size):
+            path = directory / f"{k}.{r}"
+            while not path.exists():
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"rank {r} wrote no part {k}")
+                time.sleep(0.001)
+            parts.append(path.read_bytes())
+        return parts
+
+    return allgather
+
+
+def shared_directory(comm) -> pathlib.Path:
+    """A new directory, made by rank 0, named to every rank (through comm)."""
+    name = np.zeros(256, dtype=np.uint8)
+    if comm.rank == 0:
+        made = tempfile.mkdtemp(prefix="chorus-oob-").encode()
+        name[: len(made)] = np.frombuffer(made, dtype=np.uint8)
+    comm.broadcast(name)
+    return pathlib.Path(bytes(name).rstrip(b"\0").decode())
+
+
+def test_from_oob(comm):
+    directory = shared_directory(comm)
+    try:
+        with chorus.Communicator.from_oob(comm.rank, comm.size, file_allgather(directory, comm.rank, comm.size)) as c:
+            assert (c.rank, c.size) == (comm.rank, comm.size)
+            x = np.arange(5, dtype=np.int64) * (comm.rank + 1)
+            c.allreduce(x)
+            assert x.tolist() == [i * comm.size * (comm.size + 1) // 2 for i in range(5)]
+            everyone = np.empty(comm.size, dtype=np.int32)
+            c.allgather(np.array([comm.rank * 7], dtype=np.int32), everyone)
+            assert everyone.tolist() == [r * 7 for r in range(comm.size)]
+    finally:
+        comm.barrier()
+        if comm.rank == 0:
+            shutil.rmtree(directory)
+    # One rank alone: its own bytes are everyone's (one joined bytes object).
+    with chorus.Communicator.from_oob(0, 1, lambda data: data) as alone:
+        y = np.array([3.5], dtype=np.float64)
+        alone.allreduce(y)
+        assert y[0] == 3.5
+
+
+@pytest.mark.skipif(not HAVE_MPI4PY, reason="mpi4py is not installed")
+def test_from_oob_over_mpi4py(comm):
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    for exchange in (world.allgather, lambda data: b"".join(world.allgather(data))):
+        with chorus.Communicator.from_oob(world.Get_rank(), world.Get_size(), exchange) as c:
+            x = np.array([comm.rank + 1], dtype=np.int32)
+            c.allreduce(x, op="prod")
+            assert x[0] == np.prod(np.arange(1, comm.size + 1))
+
+
+def test_from_oob_errors(comm):
+    with pytest.raises(ValueError, match="rank"):
+        chorus.Communicator.from_oob(comm.size, comm.size, lambda d: [d] * comm.size)
+    with pytest.raises(ValueError, match="size"):
+        chorus.Communicator.from_oob(0, 0, lambda d: [])
+    with pytest.raises(TypeError, match="callable"):
+        chorus.Communicator.from_oob(0, 1, 42)
+
+    # The exchange fails on every rank (nobody waits for a peer): a
+    # ChorusError whose cause is the exchange's own exception.
+    def down(data: bytes) -> list[bytes]:
+        raise ConnectionError("the store is down")
+
+    with pytest.raises(chorus.ChorusError, match="the store is down") as e:
+        chorus.Communicator.from_oob(comm.rank, comm.size, down)
+    assert e.value.code == chorus.Result.ERR_TRANSPORT
+    assert isinstance(e.value.__cause__, ConnectionError)
+    for wrong, cause, text in [
+        (lambda d: [d] * (comm.size + 1), ValueError, "sequence of"),
+        (lambda d: [d + b"x"] * comm.size, ValueError, "holds"),
+        (lambda d: [42] * comm.size, TypeError, "bytes-like"),
+        (lambda d: None, ValueError, "sequence of"),
+    ]:
+        with pytest.raises(chorus.ChorusError, match=text) as e:
+            chorus.Communicator.from_oob(comm.rank, comm.size, wrong)
+        assert isinstance(e.value.__cause__, cause), e.value.__cause__
 
 
 def test_request_keeps_arrays(comm):

@@ -234,3 +234,26 @@ def test_subgroups(rank, size, gloo):
     assert t.item() == sum(r + 1 for r in mine)
     dist.destroy_process_group(sg)
     dist.destroy_process_group(g) if rank in evens else None
+
+
+def test_python_communicator_over_the_store(rank, size):
+    # chorus.Communicator.from_oob over torch's Store, as python/README.md shows it.
+    import itertools
+
+    import numpy as np
+
+    import chorus
+
+    store = dist.PrefixStore("python-oob", dist.distributed_c10d._get_default_store())
+    calls = itertools.count()
+
+    def allgather(data: bytes) -> list[bytes]:
+        k = next(calls)
+        store.set(f"chorus/{k}/{rank}", data)
+        return [store.get(f"chorus/{k}/{r}") for r in range(size)]
+
+    with chorus.Communicator.from_oob(rank, size, allgather) as comm:
+        assert (comm.rank, comm.size) == (rank, size)
+        x = np.array([rank + 1.0])
+        comm.allreduce(x)
+        assert x[0] == size * (size + 1) / 2
