@@ -10,7 +10,7 @@
 #include <string>
 
 #include "chorus.h"
-#include "cuda/cuda_runtime_api.h"
+#include "internal.h"
 
 namespace bench {
 

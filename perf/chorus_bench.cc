@@ -18,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
 #include "bench_cold.h"
 #include "bench_collectives.h"
 #include "bench_options.h"
@@ -26,7 +25,7 @@
 #include "bench_types.h"
 #include "bench_util.h"
 #include "chorus.h"
-#include "cuda/cuda_runtime_api.h"
+#include "internal.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // chorus-handoff: how fast this host hands a message from one core to
 // another through shared slots, with the writer's ordinary stores and with
 // non-temporal ones: the choice the slots' pipeline makes
-// (lib/coll/shm_pipeline.cc streams every chunk it copies into a slot).
+// (lib/coll/shm/shm_pipeline.cc streams every chunk it copies into a slot).
 //
 // Two processes (fork, no MPI), each pinned to a CPU of its own, share
 // eight slots of 16 KiB. The writer copies its message into the slots a
@@ -40,10 +40,8 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
 #include "c_median.h"
-#include "core/config.h"
-#include "reduce/host_reducer.h"
+#include "internal.h"
 
 namespace {
 

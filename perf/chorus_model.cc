@@ -41,13 +41,7 @@
 #include <thread>
 #include <vector>
 
-#include "base/error.h"
-#include "coll/algorithm.h"
-#include "coll/cost_model.h"
-#include "coll/selector.h"
-#include "core/config.h"
-#include "net/shm/shm_segment.h"
-#include "reduce/datatype.h"
+#include "internal.h"
 
 using namespace chorus;
 

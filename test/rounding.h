@@ -209,7 +209,7 @@ struct Element {
     uint64_t f(uint64_t a, uint64_t b) const { return combine(dt, op, a, b); }
 };
 
-// The butterfly of the recursive algorithms (lib/coll/reduce_scatter_impl.h's
+// The butterfly of the recursive algorithms (lib/coll/doubling/reduce_scatter_impl.h's
 // Fold): of the first 2*rem ranks, each odd rank takes x[r-1] op x[r]; the
 // pp = pow2_floor(p) ranks left each combine with partner nr ^ mask, the
 // lower new rank first, for mask = pp/2 .. 1 (halving) or 1 .. pp/2

@@ -1,6 +1,6 @@
 // The documented order of the two-level reductions (lib/coll/two_level_*.cc)
 // for inputs that round (rounding.h): each phase combines in the documented
-// order of the algorithm lib/coll/two_level.h's phase_algorithm picks for
+// order of the algorithm lib/coll/two_level/two_level.h's phase_algorithm picks for
 // it (with the communicator's cost parameters), over its group in group rank order (a host's ranks; rail j, one rank a
 // host in host order; the leaders or representatives), and AVG divides
 // once at the end by the whole rank count.
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "coll/two_level.h"
+#include "coll/two_level/two_level.h"
 #include "rounding.h"
 
 namespace rounding {

@@ -1,4 +1,4 @@
-// The composer of two-level schedules (lib/coll/compose.h), on hand-made
+// The composer of two-level schedules (lib/coll/planner/compose.h), on hand-made
 // phases: a phase waits for the earlier phases' steps on the bytes it
 // touches (writers before it reads, readers and writers before it writes),
 // its tags carry its number, a copy onto itself is left out without losing
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "coll/algorithm.h"
-#include "coll/compose.h"
+#include "coll/planner/compose.h"
 
 using namespace chorus;
 using namespace chorus::coll;

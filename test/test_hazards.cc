@@ -23,9 +23,9 @@
 
 #include "block_layout.h"
 #include "coll/algorithm.h"
-#include "coll/selector.h"
-#include "coll/topology.h"
-#include "coll/two_stage.h"
+#include "coll/planner/selector.h"
+#include "coll/planner/topology.h"
+#include "coll/planner/two_stage.h"
 #include "net/transport.h"
 #include "reduce/datatype.h"
 

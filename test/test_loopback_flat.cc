@@ -1,4 +1,4 @@
-// The flat collectives through the publish slots (coll/shm_flat.cc) on
+// The flat collectives through the publish slots (coll/shm/shm_flat.cc) on
 // loopback ranks whose hub emulates shared slots: every collective, many rank
 // counts, roots, datatypes and ops, in and out of place; the data-movement
 // ones (all-gatherv, all-to-all, gather, scatter, barrier) up to the largest

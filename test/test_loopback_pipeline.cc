@@ -1,5 +1,5 @@
 // The collectives pipelined through the publish slots in rounds
-// (coll/shm_pipeline.cc: all-reduce, reduce, broadcast, all-gather) on
+// (coll/shm/shm_pipeline.cc: all-reduce, reduce, broadcast, all-gather) on
 // loopback ranks whose hub emulates shared slots: many rank counts, roots,
 // messages of one chunk to hundreds (many more rounds than there are slots,
 // so every slot is reused), datatypes, ops, in and out of place; several

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "coll/topology.h"
+#include "coll/planner/topology.h"
 #include "collective_check.h"
 #include "rounding_two_level.h"
 
@@ -49,7 +49,7 @@ const Forced kTwoLevel[] = {
     {Collective::Scatter, "two_level", false},
     {Collective::Alltoall, "two_level_leaders", false},
     {Collective::Barrier, "two_level", false},
-    // Two stages (lib/coll/two_stage.h): the leaders learn their ranks' sizes first.
+    // Two stages (lib/coll/planner/two_stage.h): the leaders learn their ranks' sizes first.
     {Collective::Gatherv, "two_level", false},
     {Collective::Scatterv, "two_level", false},
     {Collective::Alltoallv, "two_level_leaders", false},

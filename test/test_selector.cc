@@ -5,8 +5,8 @@
 // textbook where the textbook is clear.
 #include <catch2/catch.hpp>
 
-#include "coll/cost_model.h"
-#include "coll/selector.h"
+#include "coll/planner/cost_model.h"
+#include "coll/planner/selector.h"
 #include "core/config.h"
 
 using namespace chorus;

@@ -4,9 +4,9 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "coll/cost_model.h"
-#include "coll/selector.h"
-#include "coll/topology.h"
+#include "coll/planner/cost_model.h"
+#include "coll/planner/selector.h"
+#include "coll/planner/topology.h"
 #include "core/config.h"
 
 using namespace chorus;

@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "coll/algorithm.h"
-#include "coll/compose.h"  // kPhaseTagBits
-#include "coll/cost_model.h"
-#include "coll/selector.h"
-#include "coll/simulation.h"
-#include "coll/topology.h"
-#include "coll/two_level.h"
-#include "coll/two_stage.h"
+#include "coll/planner/compose.h"  // kPhaseTagBits
+#include "coll/planner/cost_model.h"
+#include "coll/planner/selector.h"
+#include "coll/planner/simulation.h"
+#include "coll/planner/topology.h"
+#include "coll/two_level/two_level.h"
+#include "coll/planner/two_stage.h"
 
 using namespace chorus;
 using namespace chorus::coll;

@@ -2,7 +2,9 @@
 # The library's layers include only what is below them (docs/architecture.md):
 #   core -> coll -> exec -> (net, reduce, cuda), and everything -> base;
 #   lib/coll sees the schedule IR and datatype facts only;
-#   lib/mpi (libchorus_mpi.so) and lib/fortran see chorus.h only.
+#   lib/mpi (libchorus_mpi.so) and lib/fortran see chorus.h only;
+#   perf/ sees chorus.h, its own headers, and the library's inside only
+#   through perf/internal.h.
 # Prints every include that breaks a rule; exits 1 if there is any.
 set -euo pipefail
 cd "$(dirname "$0")/../lib"
@@ -32,4 +34,12 @@ for dir in */; do
     fi
   done < <(grep -rn --include='*.h' --include='*.cc' --include='*.cu' '#include "' "$dir" || true)
 done
+cd ../perf
+while IFS=: read -r file line text; do
+  inc=$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"$text")
+  if [ "$file" != internal.h ] && [ ! -f "$inc" ] && [ "$inc" != chorus.h ]; then
+    echo "perf/$file:$line: perf/ may not include \"$inc\" (the library's inside: through internal.h)"
+    bad=1
+  fi
+done < <(grep -n '#include "' -- *.h *.cc *.c || true)
 exit $bad

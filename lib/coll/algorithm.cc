@@ -4,9 +4,9 @@
 #include <cstdint>
 
 #include "base/error.h"
-#include "coll/cost_model.h"
-#include "coll/one_sided_steps.h"
-#include "coll/two_level.h"
+#include "coll/planner/cost_model.h"
+#include "coll/one_sided/one_sided_steps.h"
+#include "coll/two_level/two_level.h"
 #include "reduce/datatype.h"
 
 namespace chorus::coll {

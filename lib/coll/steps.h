@@ -28,7 +28,7 @@ namespace chorus::coll {
 // pieces). Every tag an algorithm puts on a message comes from tag(), which
 // checks both fields. A schedule may get fewer than kStepTagBits bits
 // (CollArgs::tag_bits): a two-level algorithm gives each of its phases a
-// part of the field (lib/coll/compose.h).
+// part of the field (lib/coll/planner/compose.h).
 constexpr size_t kPieceBudget = size_t(1) << 18;
 
 // Bits needed to write n (0 for 0).

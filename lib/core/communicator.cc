@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "base/log.h"
-#include "coll/two_stage.h"
+#include "coll/planner/two_stage.h"
 #include "core/agreement.h"
 #include "core/trace.h"
 #include "net/mpi_bootstrap.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "coll/algorithm.h"
-#include "coll/topology.h"
+#include "coll/planner/topology.h"
 #include "core/config.h"
 #include "core/observer.h"
 #include "core/op_buffers.h"

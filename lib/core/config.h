@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/log.h"
-#include "coll/cost_model.h"
+#include "coll/planner/cost_model.h"
 
 namespace chorus {
 

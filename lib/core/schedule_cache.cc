@@ -1,8 +1,8 @@
 #include "core/schedule_cache.h"
 
 #include "base/log.h"
-#include "coll/topology.h"
-#include "coll/two_stage.h"
+#include "coll/planner/topology.h"
+#include "coll/planner/two_stage.h"
 
 namespace chorus {
 

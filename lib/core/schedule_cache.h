@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "coll/algorithm.h"
-#include "coll/selector.h"
+#include "coll/planner/selector.h"
 #include "core/config.h"
 #include "exec/schedule.h"
 
@@ -28,7 +28,7 @@ public:
 
     // The plan for a call (args.rank, size, chunk_bytes and depth filled in).
     // Valid until the next call. A two-stage algorithm's schedule is its
-    // first stage (coll/two_stage.h).
+    // first stage (coll/planner/two_stage.h).
     const Plan& plan(const coll::CollArgs& args);
     // Changes whenever plan() makes a new plan: a caller that kept a plan
     // for arguments that have not changed since may use it while this holds.

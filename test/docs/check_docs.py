@@ -12,7 +12,10 @@
       every setting (the one table in lib/core/config.cc, and any CHORUS_*
       variable read elsewhere in lib/ through chorus_setting or getenv) has
       its row in docs/configuration.md, no row names anything else, and the
-      row's "Same on every rank" says what the table's protocol flag says.
+      row's "Same on every rank" says what the table's protocol flag says;
+  (c) the folder map of docs/architecture.md names every folder of lib/
+      (lib/X/ at the start of a line, a subfolder Y/ indented under it),
+      and every folder it names exists.
 
 The lists come from the sources, never from here.
 Usage: check_docs.py [SOURCE_ROOT]   (default: two folders above this file)
@@ -220,6 +223,34 @@ def check_configuration_page(settings):
             problem(path, n, f'{name} has a row in the settings table but is no setting of lib/')
 
 
+def check_folder_map():
+    path = os.path.join(ROOT, 'docs', 'architecture.md')
+    lib = os.path.join(ROOT, 'lib')
+    on_disk = set()
+    for dirpath, dirnames, _ in os.walk(lib):
+        dirnames[:] = [d for d in dirnames if not d.startswith(('.', '__'))]
+        for d in dirnames:
+            on_disk.add(os.path.relpath(os.path.join(dirpath, d), lib))
+    named = {}
+    parent = None
+    for n, line in enumerate(read(path).splitlines(), 1):
+        top = re.match(r'lib/([\w/]+?)/\s', line)
+        if top:
+            parent = top.group(1)
+            named[parent] = n
+            continue
+        sub = re.match(r'  (\w+)/\s', line)
+        if sub and parent:
+            named[f'{parent}/{sub.group(1)}'] = n
+        elif not line.startswith(' '):
+            parent = None
+    for d in sorted(on_disk - set(named)):
+        problem(path, 1, f'lib/{d}/ is a folder of lib/ that the folder map does not name')
+    for d in sorted(set(named) - on_disk):
+        problem(path, named[d], f'the folder map names lib/{d}/, which does not exist')
+    return len(on_disk)
+
+
 def main():
     files = manual_files()
     for path in files:
@@ -229,12 +260,14 @@ def main():
     for path in files:
         check_names(path, known)
     check_configuration_page(settings)
+    folders = check_folder_map()
     if problems:
         print('\n'.join(problems))
         print(f'{len(problems)} problem(s) in the manual (README.md, docs/*.md)')
         return 1
     print(f'{len(files)} pages checked: links, anchors and images resolve; '
-          f'{len(settings)} settings, each documented in docs/configuration.md')
+          f'{len(settings)} settings, each documented in docs/configuration.md; '
+          f'the {folders} folders of lib/ in the architecture page\'s map')
     return 0
 
 

@@ -1,0 +1,481 @@
+#include "coll/planner/simulation.h"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+#include <tuple>
+#include <utility>
+
+#include "base/error.h"
+#include "reduce/datatype.h"
+
+namespace chorus::coll {
+
+namespace {
+
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+// Node::lockstep values.
+constexpr uint8_t kWaitsForOwnSend = 1;  // a receive from a rank not simulated
+constexpr uint8_t kAwaited = 2;          // a send such a receive waits for
+// Node::state values (0: it waits for its dependencies).
+constexpr uint8_t kParked = 1;    // for its partner (the other end, the publish it awaits)
+constexpr uint8_t kFinished = 2;  // done
+
+// Messages, and the one-sided pairs (an expose meets its peer's get or
+// put the way a send meets a receive).
+bool is_transfer(StepKind k) {
+    return k == StepKind::Send || k == StepKind::Recv || k == StepKind::Expose || k == StepKind::Get ||
+           k == StepKind::Put;
+}
+bool is_send(StepKind k) {
+    return k == StepKind::Send || k == StepKind::Expose;
+}
+
+}  // namespace
+
+SimGroup::SimGroup(int size, chorus_datatype_t dtype, const HostMap* hosts)
+    : size_(size),
+      esize_(datatype_size(dtype)),
+      hosts_(hosts && hosts->hosts() > 1 ? hosts : nullptr),
+      index_(static_cast<size_t>(size), -1) {
+    if (hosts_ && hosts_->ranks() != size)
+        fail(CHORUS_ERR_INTERNAL, "cost model: a host map of ", hosts_->ranks(), " ranks for ", size, " ranks");
+}
+
+void SimGroup::reserve(size_t steps) {
+    nodes_.reserve(steps + 1);
+    out_.reserve(2 * steps);
+    xfers_.reserve(steps);
+}
+
+void SimGroup::add(int rank, const Schedule& s, bool send_is_recv) {
+    if (index_[rank] >= 0) return;
+    const uint64_t base = steps();
+    if (base + s.num_steps() >= kNone) fail(CHORUS_ERR_INTERNAL, "cost model: too many steps to simulate");
+    const uint32_t who = static_cast<uint32_t>(ranks_.size());
+    index_[rank] = static_cast<int>(who);
+    ranks_.push_back(rank);
+    host_.push_back(hosts_ ? hosts_->host_of(rank) : 0);
+    base_.push_back(static_cast<uint32_t>(base));
+    xfer_base_.push_back(xfers_.size());
+    publish_.emplace_back(s.uses_slots() ? s.slot_rounds() : 0, kNone);
+    nodes_.pop_back();  // the end marker
+    for (StepId k = 0; k < s.num_steps(); ++k) {
+        const Step& st = s.steps()[k];
+        const uint32_t id = static_cast<uint32_t>(base + k);
+        const bool reduces = st.kind == StepKind::Get && st.count;
+        const bool elementwise = st.kind == StepKind::Reduce || st.kind == StepKind::Divide || reduces;
+        Node n{};
+        n.bytes = elementwise ? st.count * esize_ : st.bytes;
+        n.kind = static_cast<uint64_t>(st.kind);
+        n.reduces = reduces;
+        n.streams = st.kind == StepKind::Copy && st.stream;
+        n.owner = who;
+        n.left = s.ndeps(k);
+        n.partner = kNone;
+        n.out_begin = static_cast<uint32_t>(out_.size());
+        n.remote = is_transfer(st.kind) && hosts_ && !hosts_->same_host(rank, st.peer);
+        if (send_is_recv && st.kind == StepKind::Copy && st.src.buf == Buf::Send && st.dst.buf == Buf::Recv &&
+            st.src.offset == st.dst.offset)
+            n.bytes = 0;
+        nodes_.push_back(n);
+        const uint32_t* d = s.dependents_of(k);
+        for (uint32_t i = 0; i < s.ndependents(k); ++i) out_.push_back(static_cast<uint32_t>(base + d[i]));
+        if (is_transfer(st.kind)) xfers_.push_back({st.peer, st.tag, id, is_send(st.kind)});
+        if (st.kind == StepKind::Publish) publish_[who][st.round] = id;
+        if (st.kind == StepKind::Await) awaits_.push_back({id, st.peer, st.round});
+        has_slots_ |= st.kind == StepKind::Publish || st.kind == StepKind::Await;
+    }
+    if (out_.size() >= kNone) fail(CHORUS_ERR_INTERNAL, "cost model: too many dependencies to simulate");
+    Node end{};
+    end.out_begin = static_cast<uint32_t>(out_.size());
+    nodes_.push_back(end);
+}
+
+void SimGroup::pair_inside() {
+    xfer_base_.push_back(xfers_.size());
+    auto key = [](const Xfer& x) { return std::make_tuple(x.send, x.peer, x.tag, x.step); };
+    auto before = [&](const Xfer& x, const Xfer& y) { return key(x) < key(y); };
+    for (int i = 0; i < ranks(); ++i)
+        std::sort(xfers_.begin() + xfer_base_[i], xfers_.begin() + xfer_base_[i + 1], before);
+
+    // Between simulated ranks: a send to q meets q's receive from us with
+    // the same tag and size.
+    for (int i = 0; i < ranks(); ++i) {
+        const int me = ranks_[i];
+        for (size_t j = xfer_base_[i]; j < xfer_base_[i + 1]; ++j) {
+            const Xfer& x = xfers_[j];
+            if (!x.send || index_[x.peer] < 0) continue;
+            const int q = index_[x.peer];
+            auto b = xfers_.begin() + xfer_base_[q], e = xfers_.begin() + xfer_base_[q + 1];
+            auto it = std::lower_bound(b, e, Xfer{me, x.tag, 0, false}, before);
+            while (it != e && !it->send && it->peer == me && it->tag == x.tag && nodes_[it->step].partner != kNone)
+                ++it;
+            // A get or put may take part of what was exposed.
+            const bool sized = static_cast<StepKind>(nodes_[x.step].kind) == StepKind::Send;
+            if (it == e || it->send || it->peer != me || it->tag != x.tag ||
+                (sized && nodes_[it->step].bytes != nodes_[x.step].bytes))
+                fail(CHORUS_ERR_INTERNAL, "cost model: rank ", me, " sends ", uint64_t(nodes_[x.step].bytes),
+                     " bytes with tag ", x.tag, " to rank ", x.peer, ", which receives no such message");
+            nodes_[x.step].partner = it->step;
+            nodes_[it->step].partner = x.step;
+        }
+    }
+    for (int i = 0; i < ranks(); ++i)
+        for (size_t j = xfer_base_[i]; j < xfer_base_[i + 1]; ++j) {
+            const Xfer& x = xfers_[j];
+            if (!x.send && index_[x.peer] >= 0 && nodes_[x.step].partner == kNone)
+                fail(CHORUS_ERR_INTERNAL, "cost model: rank ", ranks_[i], " receives tag ", x.tag, " from rank ",
+                     x.peer, ", which sends no such message");
+        }
+}
+
+bool SimGroup::pair_images(const Relabelling& r) {
+    if (paired_ || r.size != size_ || ranks() != r.block)
+        fail(CHORUS_ERR_INTERNAL, "cost model: images of ", ranks(), " ranks by blocks of ", r.block);
+    for (int i = 0; i < ranks(); ++i)
+        if (ranks_[i] != i) fail(CHORUS_ERR_INTERNAL, "cost model: images of a group without rank ", i);
+    for (const AwaitOf& a : awaits_)
+        if (index_[a.peer] < 0) return false;  // slots are not mirrored
+    pair_inside();
+    // Each transfer with a rank q outside, by the counterpart it needs: a
+    // send from i to q meets the image of a receive of rank q mod block from
+    // i's image under the relabelling that takes q home, with its tag and
+    // size; a receive is found by its own.
+    struct End {
+        int rank, peer;
+        uint32_t tag;
+        uint64_t bytes;
+        uint32_t step;
+        bool operator<(const End& o) const {
+            return std::tie(rank, peer, tag, bytes, step) < std::tie(o.rank, o.peer, o.tag, o.bytes, o.step);
+        }
+    };
+    std::vector<End> sends, recvs;
+    for (int i = 0; i < ranks(); ++i)
+        for (size_t j = xfer_base_[i]; j < xfer_base_[i + 1]; ++j) {
+            const Xfer& x = xfers_[j];
+            if (index_[x.peer] >= 0) continue;
+            const StepKind k = static_cast<StepKind>(nodes_[x.step].kind);
+            if (k != StepKind::Send && k != StepKind::Recv) return false;  // one-sided: not mirrored
+            const uint64_t bytes = nodes_[x.step].bytes;
+            if (x.send)
+                sends.push_back({x.peer % r.block, r.image(i, r.home(x.peer / r.block)), x.tag, bytes, x.step});
+            else
+                recvs.push_back({i, x.peer, x.tag, bytes, x.step});
+        }
+    if (sends.size() != recvs.size()) return false;
+    std::sort(sends.begin(), sends.end());
+    std::sort(recvs.begin(), recvs.end());
+    for (size_t j = 0; j < sends.size(); ++j) {
+        const End &x = sends[j], &y = recvs[j];
+        if (x.rank != y.rank || x.peer != y.peer || x.tag != y.tag || x.bytes != y.bytes) return false;
+    }
+    for (size_t j = 0; j < sends.size(); ++j) {
+        nodes_[sends[j].step].partner = recvs[j].step;
+        nodes_[recvs[j].step].partner = sends[j].step;
+    }
+    finish_pairing();
+    return true;
+}
+
+void SimGroup::finish_pairing() {
+    xfers_.clear();
+    xfers_.shrink_to_fit();
+    pair_awaits();
+    paired_ = true;
+}
+
+void SimGroup::pair_awaits() {
+    auto published = [&](int who, uint32_t round) {
+        const auto& p = publish_[who];
+        return round < p.size() ? p[round] : kNone;
+    };
+    for (auto [step, peer, round] : awaits_) {
+        Node& a = nodes_[step];
+        if (index_[peer] >= 0) {
+            a.partner = published(index_[peer], round);
+            if (a.partner == kNone)
+                fail(CHORUS_ERR_INTERNAL, "cost model: rank ", ranks_[a.owner], " awaits the slot of rank ", peer,
+                     ", which publishes none");
+        } else {
+            // A rank left out publishes when this one does (or at once).
+            a.partner = published(a.owner, round);
+            a.lockstep = kWaitsForOwnSend;
+        }
+    }
+    awaits_.clear();
+    awaits_.shrink_to_fit();
+}
+
+void SimGroup::pair_lockstep(size_t begin, size_t end) {
+    // This rank's sends and its receives from ranks not simulated, by (tag,
+    // step).
+    std::vector<std::pair<uint32_t, uint32_t>> sends, recvs;
+    for (size_t j = begin; j < end; ++j) {
+        const Xfer& x = xfers_[j];
+        if (x.send) sends.emplace_back(x.tag, x.step);
+        if (!x.send && index_[x.peer] < 0) recvs.emplace_back(x.tag, x.step);
+    }
+    std::sort(sends.begin(), sends.end());
+    std::sort(recvs.begin(), recvs.end());
+    for (auto [tag, step] : recvs) {
+        auto it = std::lower_bound(sends.begin(), sends.end(), std::make_pair(tag, uint32_t(0)));
+        const uint32_t s = it != sends.end() && it->first == tag ? it->second : kNone;
+        nodes_[step].lockstep = kWaitsForOwnSend;
+        nodes_[step].partner = s;
+        if (s != kNone) nodes_[s].lockstep = kAwaited;
+    }
+}
+
+double SimGroup::simulate(const CostParams& p, Outside outside) {
+    if (outside == Outside::Mirror && !paired_)
+        fail(CHORUS_ERR_INTERNAL, "cost model: a mirrored simulation without its images paired");
+    if (outside == Outside::Lockstep) {
+        if (paired_) fail(CHORUS_ERR_INTERNAL, "cost model: a group simulated twice");
+        pair_inside();
+        for (int i = 0; i < ranks(); ++i) pair_lockstep(xfer_base_[i], xfer_base_[i + 1]);
+        finish_pairing();
+    }
+    const uint32_t n = static_cast<uint32_t>(steps());
+    // Busy until: each rank's CPU and ports, each host's link.
+    std::vector<double> cpu(ranks(), 0.0), out(ranks(), 0.0), in(ranks(), 0.0);
+    std::vector<double> link_out(hosts_ ? hosts_->hosts() : 0, 0.0), link_in(link_out);
+    // Steps ready at the same time run in order of their index in their
+    // rank's schedule, then of their rank's place on its host, then of the
+    // host: the ranks with one place on hosts of one size take their turns
+    // together, as their images do when one host stands for all (Mirror).
+    std::vector<uint32_t> who_of(ranks()), tie(ranks());
+    for (int w = 0; w < ranks(); ++w) who_of[w] = static_cast<uint32_t>(w);
+    auto place = [&](uint32_t w) {
+        return hosts_ ? std::make_pair(hosts_->local_index(ranks_[w]), host_[w]) : std::make_pair(ranks_[w], 0);
+    };
+    std::sort(who_of.begin(), who_of.end(), [&](uint32_t x, uint32_t y) { return place(x) < place(y); });
+    for (int t = 0; t < ranks(); ++t) tie[who_of[t]] = static_cast<uint32_t>(t);
+    struct Event {
+        double time;
+        uint32_t local;  // step index in its rank's schedule
+        uint32_t tie;    // its rank's turn among steps ready together
+    };
+    auto later = [](const Event& x, const Event& y) {
+        return std::tie(x.time, x.local, x.tie) > std::tie(y.time, y.local, y.tie);
+    };
+    std::priority_queue<Event, std::vector<Event>, decltype(later)> queue(later);
+    // Steps parked until another step happens (a list per awaited step:
+    // head, next): an await until the publish it waits for, and in
+    // Lockstep a receive until its rank's own send with the tag starts.
+    // Those that wait for their own rank (in `waited`) may wait for what
+    // needs them first: when nothing else can run, the one ready first is
+    // released as if the data had come when it was ready (`stuck` orders
+    // them by time, filled from `waited` only then). A send that has
+    // started, or a publish that is done, keeps its time in `ready`.
+    const bool lockstep = outside == Outside::Lockstep;
+    const size_t lists = lockstep || has_slots_ ? n : 0;
+    std::vector<uint32_t> head(lists, kNone), next(lists, kNone), waited;
+    std::priority_queue<std::pair<double, uint32_t>, std::vector<std::pair<double, uint32_t>>, std::greater<>> stuck;
+    double end = 0;
+    size_t done = 0;
+
+    auto us = [](uint64_t bytes, double gbs) { return static_cast<double>(bytes) / (gbs * 1e3); };
+    // Above the eager size a rendezvous too; within one host's shared
+    // memory, less.
+    auto alpha = [&](const Node& x) {
+        const double base = x.remote ? p.net_alpha_us : p.alpha_us;
+        if (x.bytes > p.eager_bytes) return base + p.rendezvous_us;
+        return p.all_local && !x.remote ? p.local_alpha_us : base;
+    };
+    // Within one host's shared memory, an eager message also goes through
+    // the rings' cells: copied in by the sender and out by the receiver.
+    auto wire = [&](const Node& x) {
+        if (x.remote) return us(x.bytes, p.net_gbs);
+        const bool rings = p.all_local && x.bytes <= p.eager_bytes;
+        return us(x.bytes, p.bandwidth_gbs) + (rings ? us(x.bytes, p.copy_gbs) : 0);
+    };
+    auto one_sided = [](const Node& x) {
+        const StepKind k = static_cast<StepKind>(x.kind);
+        return k == StepKind::Expose || k == StepKind::Get || k == StepKind::Put;
+    };
+    // The ports a message occupies at each end (a host's link too, between
+    // hosts): when they are free, and taking them until its wire time ends
+    // (`until`), the ports overhead_us longer (each end's CPU time for it).
+    auto free_out = [&](const Node& x) {
+        return x.remote ? std::max(out[x.owner], link_out[host_[x.owner]]) : out[x.owner];
+    };
+    auto free_in = [&](const Node& x) {
+        return x.remote ? std::max(in[x.owner], link_in[host_[x.owner]]) : in[x.owner];
+    };
+    auto take_out = [&](const Node& x, double until) {
+        out[x.owner] = until + p.overhead_us;
+        if (x.remote) link_out[host_[x.owner]] = until;
+    };
+    auto take_in = [&](const Node& x, double until) {
+        in[x.owner] = until + p.overhead_us;
+        if (x.remote) link_in[host_[x.owner]] = until;
+    };
+    // A get or put: the copy on its own rank's CPU, once the descriptor of
+    // the expose (sent at `exposed`) has arrived; returns when it is done.
+    // Between hosts (UCX RMA through registration keys) the data crosses
+    // the links at net_rma_gbs (never, when 0: CostParams), a round trip
+    // after the descriptor arrives (the request, then the data), and a get
+    // that reduces lands it and then reduces it on the reader's CPU.
+    auto copy_one_sided = [&](Node& x, double exposed) {
+        if (x.remote) {
+            if (p.net_rma_gbs <= 0) return std::numeric_limits<double>::infinity();
+            const bool puts = static_cast<StepKind>(x.kind) == StepKind::Put;
+            const double start = std::max({exposed + p.net_alpha_us, x.ready, puts ? free_out(x) : free_in(x)});
+            const double w = us(x.bytes, std::min(p.net_rma_gbs, p.net_gbs));
+            if (puts)
+                take_out(x, start + w);
+            else
+                take_in(x, start + w);
+            double t = start + p.net_alpha_us + w;
+            if (x.reduces) {
+                t = std::max(t, cpu[x.owner]) + us(x.bytes, p.reduce_gbs);
+                cpu[x.owner] = t;
+            }
+            return t;
+        }
+        const double start = std::max({exposed + p.local_alpha_us, x.ready, cpu[x.owner]});
+        cpu[x.owner] = start + p.get_us + us(x.bytes, x.reduces ? p.get_reduce_gbs : p.get_gbs);
+        return cpu[x.owner];
+    };
+    auto complete = [&](uint32_t s, double t) {
+        nodes_[s].state = kFinished;
+        ++done;
+        end = std::max(end, t);
+        for (uint32_t i = nodes_[s].out_begin, e = nodes_[s + 1].out_begin; i < e; ++i) {
+            Node& d = nodes_[out_[i]];
+            d.ready = std::max(d.ready, t);
+            if (--d.left == 0) queue.push({d.ready, out_[i] - base_[d.owner], tie[d.owner]});
+        }
+    };
+    // A receive whose data leaves its sender at `leaves`; an await whose
+    // slot was published at `leaves`.
+    auto arrive = [&](uint32_t r, double leaves) {
+        Node& x = nodes_[r];
+        if (static_cast<StepKind>(x.kind) == StepKind::Await) return complete(r, std::max(x.ready, leaves + p.slot_us));
+        if (one_sided(x)) return complete(r, copy_one_sided(x, leaves));
+        const double start = std::max({leaves, x.ready, free_in(x)}), w = wire(x);
+        take_in(x, start + w);
+        complete(r, start + alpha(x) + w);
+    };
+    // Step s (a send that started, a publish that is done) happened at `t`.
+    auto happened = [&](uint32_t s, double t) {
+        if (head.empty()) return;
+        nodes_[s].ready = t;
+        for (uint32_t r = head[s]; r != kNone; r = next[r])
+            if (nodes_[r].state != kFinished) arrive(r, t);
+        head[s] = kNone;
+    };
+    auto park = [&](uint32_t s, uint32_t on) {
+        nodes_[s].state = kParked;
+        next[s] = head[on];
+        head[on] = s;
+        if (nodes_[s].lockstep == kWaitsForOwnSend) waited.push_back(s);
+    };
+    auto step = [&](uint32_t s) {
+        Node& x = nodes_[s];
+        const StepKind k = static_cast<StepKind>(x.kind);
+        const uint32_t y = x.partner;
+        if (k == StepKind::Await) {
+            if (y == kNone) return arrive(s, x.ready);  // for a rank left out, which publishes at once
+            if (nodes_[y].state == kFinished) return arrive(s, nodes_[y].ready);
+            return park(s, y);
+        }
+        if (!is_transfer(k)) {
+            const double start = std::max(x.ready, cpu[x.owner]);
+            const bool copies = k == StepKind::Copy || k == StepKind::Publish;
+            cpu[x.owner] = start + us(x.bytes, x.streams ? p.stream_gbs : copies ? p.copy_gbs : p.reduce_gbs);
+            const double t = cpu[x.owner];
+            complete(s, t);
+            if (k == StepKind::Publish) happened(s, t);
+            return;
+        }
+        if (x.lockstep == kWaitsForOwnSend) {
+            if (y == kNone) return arrive(s, x.ready);
+            if (nodes_[y].state == kFinished) return arrive(s, nodes_[y].ready);
+            return park(s, y);
+        }
+        if (y == kNone && one_sided(x)) {  // a rank not simulated gets or puts at once
+            const double t = x.remote ? (p.net_rma_gbs <= 0 ? std::numeric_limits<double>::infinity()
+                                                            : x.ready + 3 * p.net_alpha_us +
+                                                                  us(x.bytes, std::min(p.net_rma_gbs, p.net_gbs)))
+                                      : x.ready + 2 * p.local_alpha_us + p.get_us + us(x.bytes, p.get_gbs);
+            complete(s, t);
+            if (x.lockstep == kAwaited) happened(s, x.ready);
+            return;
+        }
+        if (y == kNone) {  // to a rank not simulated: its receive is ready
+            const double start = std::max(x.ready, free_out(x)), w = wire(x);
+            take_out(x, start + w);
+            complete(s, start + alpha(x) + w);
+            if (x.lockstep == kAwaited) happened(s, start);
+            return;
+        }
+        Node& other = nodes_[y];
+        if (other.state != kParked) {
+            x.state = kParked;
+            return;
+        }
+        const uint32_t snd = is_send(k) ? s : y, rcv = is_send(k) ? y : s;
+        Node &a = nodes_[snd], &b = nodes_[rcv];
+        if (one_sided(a)) {
+            // The reader (or writer) copies; the expose is done a reply later.
+            const double t = copy_one_sided(b, a.ready);
+            complete(rcv, t);
+            complete(snd, t + (b.remote ? p.net_alpha_us : p.local_alpha_us));
+            if (a.lockstep == kAwaited) happened(snd, a.ready);
+            return;
+        }
+        const double start = std::max({a.ready, b.ready, free_out(a), free_in(b)});
+        const double w = wire(a), finish = start + alpha(a) + w;
+        take_out(a, start + w);
+        take_in(b, start + w);
+        complete(snd, finish);
+        complete(rcv, finish);
+        if (a.lockstep == kAwaited) happened(snd, start);
+    };
+
+    // The steps ready from the start, in the queue's order (time 0, step
+    // index, turn) without the queue: a counting sort by step index, stable
+    // in turn. A step that takes no time (an empty publish, a copy skipped in
+    // place) makes its dependents ready at time 0 as well: they go through
+    // the queue after these, in the same order on every run.
+    {
+        std::vector<uint32_t> at(1, 0), first;
+        for (uint32_t s = 0; s < n; ++s) {
+            if (nodes_[s].left) continue;
+            const uint32_t local = s - base_[nodes_[s].owner];
+            if (at.size() < local + 2) at.resize(local + 2, 0);
+            ++at[local + 1];
+        }
+        for (size_t i = 1; i < at.size(); ++i) at[i] += at[i - 1];
+        first.resize(at.back());
+        for (uint32_t w : who_of) {
+            const uint32_t b = base_[w], e = w + 1 < base_.size() ? base_[w + 1] : n;
+            for (uint32_t s = b; s < e; ++s)
+                if (!nodes_[s].left) first[at[s - b]++] = s;
+        }
+        for (uint32_t s : first) step(s);
+    }
+    for (;;) {
+        while (!queue.empty()) {
+            const Event e = queue.top();
+            queue.pop();
+            step(base_[who_of[e.tie]] + e.local);
+        }
+        for (uint32_t r : waited)
+            if (nodes_[r].state != kFinished) stuck.emplace(nodes_[r].ready, r);
+        waited.clear();
+        while (!stuck.empty() && nodes_[stuck.top().second].state == kFinished) stuck.pop();
+        if (stuck.empty()) break;
+        const auto [t, r] = stuck.top();
+        stuck.pop();
+        arrive(r, t);
+    }
+    if (done != n)
+        fail(CHORUS_ERR_INTERNAL, "cost model: ", n - done, " of ", n, " steps never ran (a cycle of dependencies)");
+    return end;
+}
+
+}  // namespace chorus::coll
