@@ -5,7 +5,7 @@
 # (python/tests_torch) under mpirun and under torchrun at 2 and 3 ranks, and
 # python/tests_torch_failures (which starts its ranks itself). Exits
 # non-zero if anything fails on any rank.
-#   venv:      ${CHORUS_CACHE:-$HOME/.cache/chorus}/venv-python
+#   venv:      ${XDG_CACHE_HOME:-$HOME/.cache}/chorus/venv-python
 #   build:     build-python/ (meson-python's build dir, kept: a rerun
 #              rebuilds only what changed)
 # The build runs without pip's isolation, against the build requirements
@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/env.sh
 
-venv=${CHORUS_CACHE:-$HOME/.cache/chorus}/venv-python
+venv=${XDG_CACHE_HOME:-$HOME/.cache}/chorus/venv-python
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 py=$venv/bin/python
 # mpi4py from the wheel tools/mpi4py-setup.sh built against Open MPI (and

@@ -11,7 +11,7 @@
 #                  interposer and conformance suites
 # The conformance suite (mpi4py's tests on plain MPI and under the preload)
 # needs mpi4py built against each MPI: tools/mpi4py-setup.sh makes it once
-# and reuses it from ${CHORUS_CACHE:-$HOME/.cache/chorus} afterwards. The
+# and reuses it from ${XDG_CACHE_HOME:-$HOME/.cache}/chorus afterwards. The
 # interposer_stress suite (the nonblocking path, 10,000 rounds) runs in
 # build/ and again under both sanitizers.
 # The Python package's suites (with the torch backend's, under mpirun and

@@ -112,7 +112,7 @@ def main():
         as_rank(args.as_rank[0], args.as_rank[1], args.rest)
         return 0
     args.extra = args.rest
-    cache = os.environ.get("CHORUS_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "chorus"))
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "chorus")
     home = os.path.join(cache, "mpi4py-%s-4.1.2" % args.mpi)
     args.python = os.path.join(home, "venv", "bin", "python")
     args.testdir = os.path.join(home, "test")
