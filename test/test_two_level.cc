@@ -161,7 +161,7 @@ TEST_CASE("two-level algorithms apply only to host maps with a second level", "[
     }
 }
 
-TEST_CASE("two-level schedules pair up and run to the end on every layout", "[unit][two_level]") {
+TEST_CASE("two-level schedules pair up and run to the end on every layout", "[unit][two_level][long]") {
     const std::vector<HostMap> maps = {
         HostMap::from_layout({2, 2}),
         HostMap::from_layout({2, 1, 1}),
@@ -192,7 +192,7 @@ TEST_CASE("two-level schedules pair up and run to the end on every layout", "[un
         }
 }
 
-TEST_CASE("two-level schedules keep to the tag budget at 4096 hosts of 8 ranks", "[unit][two_level][tags]") {
+TEST_CASE("two-level schedules keep to the tag budget at 4096 hosts of 8 ranks", "[unit][two_level][tags][long]") {
     const HostMap m = HostMap::from_layout(std::vector<int>(4096, 8));
     const int p = m.ranks();
     for (const Algorithm* algo : two_level_algorithms()) {
@@ -274,7 +274,7 @@ TEST_CASE("the selector takes a two-level algorithm where it is predicted fastes
 
 TEST_CASE(
     "the irregular forms choose by the layout alone, the two-level ones where the model prefers them at every block",
-    "[unit][two_level][selector]") {
+    "[unit][two_level][selector][long]") {
     // Their sizes agree pair by pair only, so every rank must choose alike
     // whatever its counts; at 16 hosts of 8 the two-level gatherv and
     // scatterv are predicted ahead of the linear ones at every block of

@@ -3,7 +3,7 @@
 # each with warnings as errors, and runs the test suites:
 #   build/         default configuration (CUDA if nvcc is found): every suite
 #   build-asan/    -Dcuda=disabled, AddressSanitizer + UBSan: unit (but its
-#                  [scale] cases), loopback (but its two-level part) and
+#                  [scale] and [long] cases), loopback (but its two-level part) and
 #                  interposer_stress suites
 #   build-tsan/    -Dcuda=disabled, ThreadSanitizer: the thread tests (suite
 #                  threads) and interposer_stress
