@@ -196,37 +196,37 @@ int mpi_barrier_call(const Call& c) {
 }
 
 const Collective kCollectives[] = {
-    {"allreduce", "Allreduce", "chorus_allreduce", Kind::kAllreduce, chorus_allreduce_call, mpi_allreduce_call, true,
+    {"allreduce", "Allreduce", "chorus_allreduce", Kind::Allreduce, chorus_allreduce_call, mpi_allreduce_call, true,
      false},
-    {"bcast", "Broadcast", "chorus_broadcast", Kind::kBcast, chorus_broadcast_call, mpi_bcast_call, false, true},
-    {"reduce", "Reduce", "chorus_reduce", Kind::kReduce, chorus_reduce_call, mpi_reduce_call, true, true},
-    {"reduce_scatter", "Reduce_scatter", "chorus_reduce_scatter", Kind::kReduceScatter, chorus_reduce_scatter_call,
+    {"bcast", "Broadcast", "chorus_broadcast", Kind::Broadcast, chorus_broadcast_call, mpi_bcast_call, false, true},
+    {"reduce", "Reduce", "chorus_reduce", Kind::Reduce, chorus_reduce_call, mpi_reduce_call, true, true},
+    {"reduce_scatter", "Reduce_scatter", "chorus_reduce_scatter", Kind::ReduceScatter, chorus_reduce_scatter_call,
      mpi_reduce_scatter_call, true, false},
-    {"allgather", "Allgather", "chorus_allgather", Kind::kAllgather, chorus_allgather_call, mpi_allgather_call, false,
+    {"allgather", "Allgather", "chorus_allgather", Kind::Allgather, chorus_allgather_call, mpi_allgather_call, false,
      false},
-    {"allgatherv", "Allgatherv", "chorus_allgatherv", Kind::kAllgatherv, chorus_allgatherv_call, mpi_allgatherv_call,
+    {"allgatherv", "Allgatherv", "chorus_allgatherv", Kind::Allgatherv, chorus_allgatherv_call, mpi_allgatherv_call,
      false, false},
-    {"alltoall", "Alltoall", "chorus_alltoall", Kind::kAlltoall, chorus_alltoall_call, mpi_alltoall_call, false, false},
-    {"alltoallv", "Alltoallv", "chorus_alltoallv", Kind::kAlltoallv, chorus_alltoallv_call, mpi_alltoallv_call, false,
+    {"alltoall", "Alltoall", "chorus_alltoall", Kind::Alltoall, chorus_alltoall_call, mpi_alltoall_call, false, false},
+    {"alltoallv", "Alltoallv", "chorus_alltoallv", Kind::Alltoallv, chorus_alltoallv_call, mpi_alltoallv_call, false,
      false},
-    {"gather", "Gather", "chorus_gather", Kind::kGather, chorus_gather_call, mpi_gather_call, false, true},
-    {"gatherv", "Gatherv", "chorus_gatherv", Kind::kGatherv, chorus_gatherv_call, mpi_gatherv_call, false, true},
-    {"scatter", "Scatter", "chorus_scatter", Kind::kScatter, chorus_scatter_call, mpi_scatter_call, false, true},
-    {"scatterv", "Scatterv", "chorus_scatterv", Kind::kScatterv, chorus_scatterv_call, mpi_scatterv_call, false, true},
-    {"barrier", "Barrier", "chorus_barrier", Kind::kBarrier, chorus_barrier_call, mpi_barrier_call, false, false},
+    {"gather", "Gather", "chorus_gather", Kind::Gather, chorus_gather_call, mpi_gather_call, false, true},
+    {"gatherv", "Gatherv", "chorus_gatherv", Kind::Gatherv, chorus_gatherv_call, mpi_gatherv_call, false, true},
+    {"scatter", "Scatter", "chorus_scatter", Kind::Scatter, chorus_scatter_call, mpi_scatter_call, false, true},
+    {"scatterv", "Scatterv", "chorus_scatterv", Kind::Scatterv, chorus_scatterv_call, mpi_scatterv_call, false, true},
+    {"barrier", "Barrier", "chorus_barrier", Kind::Barrier, chorus_barrier_call, mpi_barrier_call, false, false},
 };
 
 bool gathers(Kind k) {
-    return k == Kind::kGather || k == Kind::kGatherv;
+    return k == Kind::Gather || k == Kind::Gatherv;
 }
 bool scatters(Kind k) {
-    return k == Kind::kScatter || k == Kind::kScatterv;
+    return k == Kind::Scatter || k == Kind::Scatterv;
 }
 bool all_gathers(Kind k) {
-    return k == Kind::kAllgather || k == Kind::kAllgatherv;
+    return k == Kind::Allgather || k == Kind::Allgatherv;
 }
 bool all_to_all(Kind k) {
-    return k == Kind::kAlltoall || k == Kind::kAlltoallv;
+    return k == Kind::Alltoall || k == Kind::Alltoallv;
 }
 
 }  // namespace
@@ -245,10 +245,10 @@ std::string collective_names() {
 
 double bus_factor(Kind k, int n) {
     switch (k) {
-        case Kind::kAllreduce: return 2.0 * (n - 1) / n;
-        case Kind::kBcast:
-        case Kind::kReduce:
-        case Kind::kBarrier: return 1.0;
+        case Kind::Allreduce: return 2.0 * (n - 1) / n;
+        case Kind::Broadcast:
+        case Kind::Reduce:
+        case Kind::Barrier: return 1.0;
         default: return static_cast<double>(n - 1) / n;
     }
 }
@@ -257,7 +257,7 @@ Layout layout_for(Kind k, size_t bytes, size_t elem, int n) {
     Layout l;
     const size_t un = static_cast<size_t>(n);
     l.count = bytes / elem;
-    if (k == Kind::kReduceScatter) {
+    if (k == Kind::ReduceScatter) {
         l.count = bytes / elem / un;
         l.send_elems = l.count * un;
         l.recv_elems = l.count;
@@ -273,7 +273,7 @@ Layout layout_for(Kind k, size_t bytes, size_t elem, int n) {
     } else if (all_to_all(k)) {  // the block for each peer
         l.send_elems = l.recv_elems = l.count * un;
         l.nccl_bytes = l.send_elems * elem;
-    } else if (k == Kind::kBarrier) {
+    } else if (k == Kind::Barrier) {
         l.count = 0;
     } else {
         l.send_elems = l.recv_elems = l.count;
@@ -283,10 +283,10 @@ Layout layout_for(Kind k, size_t bytes, size_t elem, int n) {
 }
 
 bool reads_input(Kind k, int rank, int root) {
-    return (k != Kind::kBcast && !scatters(k)) || rank == root;
+    return (k != Kind::Broadcast && !scatters(k)) || rank == root;
 }
 bool writes_output(Kind k, int rank, int root) {
-    return (k != Kind::kReduce && !gathers(k)) || rank == root;
+    return (k != Kind::Reduce && !gathers(k)) || rank == root;
 }
 
 void place_buffers(Kind k, void* a_base, void* b_base, const Layout& l, size_t elem, Call& c) {
@@ -311,21 +311,21 @@ size_t check_output(Kind k, const TypeInfo& t, chorus_op_t op, int rank, int n, 
     const size_t block = l.count * t.size, me = static_cast<size_t>(rank) * l.count;
     size_t bad = 0;
     switch (k) {
-        case Kind::kBcast: return check_copied(t, op, root, n, 0, out, l.count);
-        case Kind::kReduceScatter: return check_reduced(t, op, n, me, out, l.count);
-        case Kind::kAllgather:
-        case Kind::kAllgatherv:
-        case Kind::kGather:
-        case Kind::kGatherv:  // block r: rank r's input
+        case Kind::Broadcast: return check_copied(t, op, root, n, 0, out, l.count);
+        case Kind::ReduceScatter: return check_reduced(t, op, n, me, out, l.count);
+        case Kind::Allgather:
+        case Kind::Allgatherv:
+        case Kind::Gather:
+        case Kind::Gatherv:  // block r: rank r's input
             for (int r = 0; r < n; ++r) bad += check_copied(t, op, r, n, 0, out + r * block, l.count);
             return bad;
-        case Kind::kAlltoall:
-        case Kind::kAlltoallv:  // block r: rank r's input for this rank
+        case Kind::Alltoall:
+        case Kind::Alltoallv:  // block r: rank r's input for this rank
             for (int r = 0; r < n; ++r) bad += check_copied(t, op, r, n, me, out + r * block, l.count);
             return bad;
-        case Kind::kScatter:
-        case Kind::kScatterv: return check_copied(t, op, root, n, me, out, l.count);
-        case Kind::kBarrier: return 0;
+        case Kind::Scatter:
+        case Kind::Scatterv: return check_copied(t, op, root, n, me, out, l.count);
+        case Kind::Barrier: return 0;
         default: return check_reduced(t, op, n, 0, out, l.count);
     }
 }

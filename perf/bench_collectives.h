@@ -10,24 +10,12 @@
 
 #include "bench_types.h"
 #include "chorus.h"
+#include "internal.h"
 
 namespace bench {
 
-enum class Kind {
-    kAllreduce,
-    kBcast,
-    kReduce,
-    kReduceScatter,
-    kAllgather,
-    kAllgatherv,
-    kAlltoall,
-    kAlltoallv,
-    kGather,
-    kGatherv,
-    kScatter,
-    kScatterv,
-    kBarrier
-};
+// Which collective: the library's own enumeration.
+using Kind = chorus::coll::Collective;
 
 // The arguments of one collective call at one message size.
 struct Call {

@@ -78,11 +78,11 @@ int main_impl(int argc, char** argv, const World& w) {
         if (layout_for(coll->kind, s, elem, w.size).count > 0) sizes.push_back(s);
         if (s > o.max_size / 2) break;
     }
-    if (coll->kind == Kind::kBarrier) sizes = {0};  // one row, whatever -m says
+    if (coll->kind == Kind::Barrier) sizes = {0};  // one row, whatever -m says
     if (sizes.empty())
         return usage_error("no message size in " + std::to_string(o.min_size) + ":" + std::to_string(o.max_size) +
                            " holds one " + type.name + " element" +
-                           (coll->kind == Kind::kReduceScatter ? " per rank" : ""));
+                           (coll->kind == Kind::ReduceScatter ? " per rank" : ""));
 
     // Memory: refuse sizes that cannot fit before allocating anything.
     MPI_Comm node;
@@ -287,7 +287,7 @@ int main_impl(int argc, char** argv, const World& w) {
         auto wait_mpi = [&] {
             MPI_Wait(&mpi_req, MPI_STATUS_IGNORE);
             // The broadcast root's output is its input (MPI_Bcast works in place).
-            if (cuda && has_out && !(coll->kind == Kind::kBcast && w.rank == o.root))
+            if (cuda && has_out && !(coll->kind == Kind::Broadcast && w.rank == o.root))
                 dev.upload(c.recv, hc.recv, out_bytes);
         };
         auto run_mpi = [&] {
@@ -301,7 +301,7 @@ int main_impl(int argc, char** argv, const World& w) {
             }
             if (has_in) dev.download(const_cast<void*>(hc.send), c.send, in_bytes);
             coll->mpi(hc);
-            if (has_out && !(coll->kind == Kind::kBcast && w.rank == o.root)) dev.upload(c.recv, hc.recv, out_bytes);
+            if (has_out && !(coll->kind == Kind::Broadcast && w.rank == o.root)) dev.upload(c.recv, hc.recv, out_bytes);
         };
 
         time_calls(warmup, prepare, run_chorus);
@@ -359,17 +359,17 @@ int main_impl(int argc, char** argv, const World& w) {
             MPI_Barrier(MPI_COMM_WORLD);
             // A barrier is right when nobody leaves before the last one came.
             const double entered = MPI_Wtime();
-            if (coll->kind == Kind::kBarrier && w.rank == n - 1) usleep(20000);
+            if (coll->kind == Kind::Barrier && w.rank == n - 1) usleep(20000);
             turn = 0;
             run_chorus();
-            size_t bad = coll->kind == Kind::kBarrier && w.rank != n - 1 && MPI_Wtime() - entered < 0.0199;
+            size_t bad = coll->kind == Kind::Barrier && w.rank != n - 1 && MPI_Wtime() - entered < 0.0199;
             // The broadcast root works in place: its result is its input.
-            const bool root_bcast = coll->kind == Kind::kBcast && w.rank == o.root;
+            const bool root_bcast = coll->kind == Kind::Broadcast && w.rank == o.root;
             void* host_out = root_bcast ? const_cast<void*>(hc.send) : hc.recv;
             if (cuda && has_out) dev.download(host_out, root_bcast ? c.send : c.recv, out_bytes);
             unsigned char* out = static_cast<unsigned char*>(host_out);
             if (corrupt && has_out && w.rank == checker) {
-                if (coll->kind == Kind::kBarrier)
+                if (coll->kind == Kind::Barrier)
                     ++bad;
                 else
                     out[(l.recv_elems / 2) * elem] ^= 0xFF;

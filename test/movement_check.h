@@ -24,8 +24,6 @@ namespace test {
 
 namespace movement {
 
-using chorus::api::Form;
-
 inline size_t pair_count(const CollCase& c, int p, int s, int d) {
     return layout::pair_count(c.shape, c.count, c.seed, (c.root + 1) % p, p, s, d);
 }
@@ -35,16 +33,16 @@ inline void fill(const CollCase& c, int p, int s, int d, char* buf, size_t n) {
     ref::fill_input(c.dt, CHORUS_SUM, s, p, layout::block_seed(c.seed, d), buf, n);
 }
 
-inline Form form_of(Collective c) {
+inline Collective form_of(Collective c) {
     switch (c) {
-        case Collective::Allgatherv: return Form::Allgatherv;
-        case Collective::Alltoall: return Form::Alltoall;
-        case Collective::Alltoallv: return Form::Alltoallv;
-        case Collective::Gather: return Form::Gather;
-        case Collective::Gatherv: return Form::Gatherv;
-        case Collective::Scatter: return Form::Scatter;
-        case Collective::Scatterv: return Form::Scatterv;
-        default: return Form::Barrier;
+        case Collective::Allgatherv: return Collective::Allgatherv;
+        case Collective::Alltoall: return Collective::Alltoall;
+        case Collective::Alltoallv: return Collective::Alltoallv;
+        case Collective::Gather: return Collective::Gather;
+        case Collective::Gatherv: return Collective::Gatherv;
+        case Collective::Scatter: return Collective::Scatter;
+        case Collective::Scatterv: return Collective::Scatterv;
+        default: return Collective::Barrier;
     }
 }
 

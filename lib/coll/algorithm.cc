@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "base/error.h"
-#include "coll/planner/cost_model.h"
 #include "coll/one_sided/one_sided_steps.h"
+#include "coll/planner/cost_model.h"
 #include "coll/two_level/two_level.h"
 #include "reduce/datatype.h"
 
@@ -30,18 +30,18 @@ const char* collective_name(Collective c) {
     return "?";
 }
 
-size_t CollArgs::block_offset(int i) const {
+size_t Call::block_offset(int i) const {
     if (counts.empty()) return count * static_cast<size_t>(i);
     size_t off = 0;
     for (int k = 0; k < i; ++k) off += counts[k];
     return off;
 }
 
-size_t CollArgs::total_count() const {
+size_t Call::total_count() const {
     return block_offset(size);
 }
 
-size_t CollArgs::message_bytes() const {
+size_t Call::message_bytes() const {
     size_t esize = datatype_size(dtype);
     switch (coll) {
         case Collective::ReduceScatter: return total_count() * esize;
@@ -120,7 +120,7 @@ bool shared(const CollArgs& a) {
 }
 
 // The arrays behind a side with one block per rank (empty: blocks of count).
-void side_arrays(const CollArgs& a, Side side, const std::vector<size_t>** c, const std::vector<size_t>** d) {
+void side_arrays(const Call& a, Side side, const std::vector<size_t>** c, const std::vector<size_t>** d) {
     const bool own_send = side == Side::Send && !a.in_place;
     const bool send_side = a.coll == Collective::Scatter || a.coll == Collective::Scatterv ||
                            ((a.coll == Collective::Alltoall || a.coll == Collective::Alltoallv) && own_send);
@@ -140,7 +140,7 @@ bool rails(const CollArgs& a) {
 
 }  // namespace
 
-int CollArgs::blocks(Side side) const {
+int Call::blocks(Side side) const {
     const bool send = side == Side::Send, root_here = rank == root;
     bool used = true;
     switch (coll) {
@@ -156,7 +156,7 @@ int CollArgs::blocks(Side side) const {
     return !used ? 0 : per_rank(side) ? size : 1;
 }
 
-bool CollArgs::per_rank(Side side) const {
+bool Call::per_rank(Side side) const {
     const bool send = side == Side::Send;
     switch (coll) {
         case Collective::ReduceScatter:
@@ -172,7 +172,7 @@ bool CollArgs::per_rank(Side side) const {
     }
 }
 
-Block CollArgs::block(Side side, int i) const {
+Block Call::block(Side side, int i) const {
     if (!per_rank(side)) return {0, coll == Collective::ReduceScatter ? block_count(rank) : count};
     if (coll == Collective::ReduceScatter) return {block_offset(i), block_count(i)};
     const std::vector<size_t>*c, *d;
@@ -186,7 +186,7 @@ Block CollArgs::block(Side side, int i) const {
     return {(*d)[i], (*c)[i]};
 }
 
-std::vector<int> find_held_blocks(const CollArgs& a) {
+std::vector<int> find_held_blocks(const Call& a) {
     std::vector<int> out;
     for (int b = 0; b < a.size; ++b)
         if (a.block(Side::Recv, b).count) out.push_back(b);
@@ -199,7 +199,7 @@ const std::vector<int>& CollArgs::held_blocks(std::vector<int>& scratch) const {
     return scratch;
 }
 
-bool CollArgs::extent(Side side, size_t* elems) const {
+bool Call::extent(Side side, size_t* elems) const {
     const int n = blocks(side);
     *elems = 0;
     if (n == 0 || !per_rank(side)) {

@@ -72,7 +72,17 @@ struct Block {
 };
 enum class Side { Send, Recv };
 
-struct CollArgs {
+// A call's arguments come in three parts, each with its own source:
+//   Call         the call itself, as every rank agrees on it (the entry
+//                point's validated arguments, this rank's place);
+//   Abilities    what the communicator offers its schedules, fixed at its
+//                creation and the same on every rank;
+//   PlanContext  the planner's settings for this build (pipelining, the
+//                cost model, the tag space of a phase, cached lookups).
+// CollArgs, what an algorithm receives, is the three together.
+
+// The call, as every rank agrees on it.
+struct Call {
     Collective coll = Collective::Allreduce;
     // Elements: the message (allgather(v), gather(v): what this rank sends;
     // scatter(v): what it receives; alltoall: per peer; reduce_scatter: per
@@ -87,16 +97,44 @@ struct CollArgs {
     int root = 0;
     int rank = 0;
     int size = 1;
-    bool in_place = false;            // only local step ordering may depend on it
-    size_t chunk_bytes = 256 * 1024;  // pipeline chunk
-    int depth = 16;                   // chunks in flight per phase (scratch slots)
-    size_t slot_bytes = 0;            // room in a publish slot (0: the ranks share no memory)
-    size_t slot_line = 0;             // the first offset in a slot at a cache line's start
-    bool one_sided = false;           // every rank on one host, each reading the others' memory
-    bool rma = false;                 // otherwise: every rank reaching the others' registered memory (UCX RMA)
+    bool in_place = false;  // only local step ordering may depend on it
+
+    // reduce_scatter: elements of block i, and where it starts in Send.
+    size_t block_count(int i) const { return counts.empty() ? count : counts[i]; }
+    size_t block_offset(int i) const;
+    size_t total_count() const;  // reduce_scatter: sum of the blocks
+    // Bytes each rank contributes (the benchmark's "message size"; alltoall:
+    // per peer; allgatherv: the mean block).
+    size_t message_bytes() const;
+
+    // The blocks of this rank's send or receive buffer the collective reads
+    // or writes: 0 (a root-only buffer elsewhere, or none), 1 or size.
+    int blocks(Side side) const;
+    // Whether that side has one block per rank (where it is used), even at
+    // size 1; block(side, i) then is rank i's, else block 0 is the only one.
+    bool per_rank(Side side) const;
+    Block block(Side side, int i) const;
+    // Elements from the buffer's start to the end of its last block (0 when
+    // unused); false when that overflows size_t.
+    bool extent(Side side, size_t* elems) const;
+};
+
+// What the communicator offers schedules (decided at its creation, the same
+// on every rank).
+struct Abilities {
+    size_t slot_bytes = 0;   // room in a publish slot (0: the ranks share no memory)
+    size_t slot_line = 0;    // the first offset in a slot at a cache line's start
+    bool one_sided = false;  // every rank on one host, each reading the others' memory
+    bool rma = false;        // otherwise: every rank reaching the others' registered memory (UCX RMA)
     // Which ranks share a host (null: one host), as every rank agrees
     // (topology.h); owned by the communicator, or whoever builds.
     const HostMap* hosts = nullptr;
+};
+
+// The planner's settings for one build.
+struct PlanContext {
+    size_t chunk_bytes = 256 * 1024;  // pipeline chunk
+    int depth = 16;                   // chunks in flight per phase (scratch slots)
     // The cost model's parameters (configuration every rank agrees on),
     // where a schedule is built to run or to be predicted: a two-level
     // algorithm's phases are then the model's choice (two_level.h); null:
@@ -117,31 +155,19 @@ struct CollArgs {
     // each member's own_sizes() in local order (two_stage.h); empty
     // elsewhere and in the first stage.
     std::vector<size_t> host_sizes;
+};
 
-    // reduce_scatter: elements of block i, and where it starts in Send.
-    size_t block_count(int i) const { return counts.empty() ? count : counts[i]; }
-    size_t block_offset(int i) const;
-    size_t total_count() const;  // reduce_scatter: sum of the blocks
-    // Bytes each rank contributes (the benchmark's "message size"; alltoall:
-    // per peer; allgatherv: the mean block).
-    size_t message_bytes() const;
-
-    // The blocks of this rank's send or receive buffer the collective reads
-    // or writes: 0 (a root-only buffer elsewhere, or none), 1 or size.
-    int blocks(Side side) const;
-    // Whether that side has one block per rank (where it is used), even at
-    // size 1; block(side, i) then is rank i's, else block 0 is the only one.
-    bool per_rank(Side side) const;
-    Block block(Side side, int i) const;
-    // Elements from the buffer's start to the end of its last block (0 when
-    // unused); false when that overflows size_t.
-    bool extent(Side side, size_t* elems) const;
+struct CollArgs : Call, Abilities, PlanContext {
+    Call& call() { return *this; }
+    const Call& call() const { return *this; }
+    Abilities& abilities() { return *this; }
+    const Abilities& abilities() const { return *this; }
     // The receive blocks with elements, in rank order: `held` if set, else
     // found into `scratch` (O(size)).
     const std::vector<int>& held_blocks(std::vector<int>& scratch) const;
 };
 // Every receive block with elements, in rank order (what `held` holds).
-std::vector<int> find_held_blocks(const CollArgs& a);
+std::vector<int> find_held_blocks(const Call& a);
 
 using Builder = std::unique_ptr<Schedule> (*)(const CollArgs&);
 

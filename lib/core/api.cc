@@ -13,11 +13,11 @@
 using chorus::Communicator;
 using chorus::Error;
 using chorus::Operation;
-using chorus::api::Form;
 using chorus::api::guarded;
 using chorus::api::invalid;
 using chorus::api::no_request;
 using chorus::api::not_live;
+using chorus::coll::Collective;
 
 namespace {
 
@@ -29,16 +29,19 @@ inline Communicator* live(chorus_comm_t handle, const char* fn) {
 }
 
 struct Validated {
-    Form form = Form::Allreduce;
+    Collective coll = Collective::Allreduce;
     chorus_comm_t comm = nullptr;
     chorus::api::Args in;
     bool valid = false;
+    // Where the call ran in place: its plan, which the next call that
+    // repeats it runs at once (Communicator::run).
+    Communicator::RanInPlace ran;
 };
 
 bool same_args(const chorus::api::Args& a, const chorus::api::Args& b) {
     return a.sendbuf == b.sendbuf && a.recvbuf == b.recvbuf && a.count == b.count && a.datatype == b.datatype &&
            a.op == b.op && a.root == b.root && a.counts == b.counts && a.displs == b.displs &&
-           a.send_counts == b.send_counts && a.send_displs == b.send_displs;
+           a.send_counts == b.send_counts && a.send_displs == b.send_displs && a.reduce_scatterv == b.reduce_scatterv;
 }
 
 // Whether the arrays of `in` hold what the last validation copied into `a`
@@ -51,12 +54,16 @@ bool same_arrays(const chorus::api::Args& in, const chorus::coll::CollArgs& a, s
            same(in.send_displs, a.send_displs);
 }
 
-// A thread's reused call: its arrays' storage kept from one call to the
-// next, and the arguments it was last validated for (a loop that repeats one
-// call on one communicator, a solver's dot products, skips the checks, which
-// depend on nothing else, handles never being reused, but the communicator's
-// failure; the arrays a call reads are compared by content with the copies
-// the last one kept, as their contents may change at the same address).
+// The fast path of a repeated call, the one place that remembers calls: a
+// thread's last call, its arrays' storage kept from one call to the next,
+// the arguments it was last validated for and, where it ran in place, its
+// plan. A call repeats the last when its communicator, form and arguments
+// are the same (the arrays it reads compared by content with the copies the
+// last one kept, as their contents may change at the same address): it then
+// skips the checks, which depend on nothing else (handles are never reused)
+// but the communicator's failure, and, where the last ran in place, the
+// plan too while the communicator's plans and state are unchanged
+// (Communicator::run). A solver's loop of dot products takes this path.
 struct ThreadCalls;
 // The path of every call reads one pointer of initial-exec TLS (no
 // __tls_get_addr); the owner, general-dynamic, only on a thread's first call.
@@ -88,22 +95,30 @@ ThreadCalls* thread_calls() {
 // A call on `call` (the thread's, or one of its own): validate unless it
 // repeats `last` (the thread's last call, when `call` is the thread's), then
 // start it, and wait for it unless it is nonblocking.
-[[gnu::always_inline]] inline chorus_result_t run_call(Form form, const char* fn, const chorus::api::Args& in,
+[[gnu::always_inline]] inline chorus_result_t run_call(Collective coll, const char* fn, const chorus::api::Args& in,
                                                        chorus_comm_t handle, Communicator* c, void* stream,
                                                        bool nonblocking, chorus_request_t* request,
                                                        chorus::api::Call& call, Validated* last) {
-    const bool repeat = last && last->valid && last->form == form && last->comm == handle && same_args(last->in, in) &&
+    const bool repeat = last && last->valid && last->coll == coll && last->comm == handle && same_args(last->in, in) &&
                         same_arrays(in, call.args, static_cast<size_t>(c->size()));
     if (repeat) {
         if (c->failed_before_next()) return chorus::api::check_not_failed(fn, c);
     } else {
-        if (last) last->valid = false;
-        chorus_result_t rc = chorus::api::validate(form, fn, c, in, &call);
+        if (last) {
+            last->valid = false;
+            last->ran = Communicator::RanInPlace{};
+        }
+        chorus_result_t rc = chorus::api::validate(coll, fn, c, in, &call);
         if (rc != CHORUS_SUCCESS) return rc;
-        if (last) *last = {form, handle, in, true};
+        if (last) {
+            last->coll = coll;
+            last->comm = handle;
+            last->in = in;
+            last->valid = true;
+        }
     }
     return guarded(c, [&] {
-        if (!nonblocking) return c->run(call.args, call.send, call.recv, stream, repeat);
+        if (!nonblocking) return c->run(call.args, call.send, call.recv, stream, last ? &last->ran : nullptr);
         Operation* o = c->start(call.args, call.send, call.recv, stream);
         *request = chorus::api::add_request(handle, o);
         return CHORUS_SUCCESS;
@@ -112,8 +127,8 @@ ThreadCalls* thread_calls() {
 
 // Every collective entry point: look up, validate, then start the call, and
 // wait for it unless `request` is given (the nonblocking twins).
-chorus_result_t collective(Form form, const char* fn, const chorus::api::Args& in, chorus_comm_t handle, void* stream,
-                           bool nonblocking, chorus_request_t* request) {
+chorus_result_t collective(Collective coll, const char* fn, const chorus::api::Args& in, chorus_comm_t handle,
+                           void* stream, bool nonblocking, chorus_request_t* request) {
     Communicator* c = live(handle, fn);
     if (!c) return CHORUS_ERR_INVALID_ARGUMENT;
     if (nonblocking) {
@@ -125,14 +140,14 @@ chorus_result_t collective(Form form, const char* fn, const chorus::api::Args& i
     ThreadCalls* t = thread_calls();
     if (!t || t->in_use) {
         chorus::api::Call own;
-        return run_call(form, fn, in, handle, c, stream, nonblocking, request, own, nullptr);
+        return run_call(coll, fn, in, handle, c, stream, nonblocking, request, own, nullptr);
     }
     struct Use {
         ThreadCalls* t;
         ~Use() { t->in_use = false; }
     } use{t};
     t->in_use = true;
-    return run_call(form, fn, in, handle, c, stream, nonblocking, request, t->call, &t->last);
+    return run_call(coll, fn, in, handle, c, stream, nonblocking, request, t->call, &t->last);
 }
 
 chorus::api::Args args(const void* sendbuf, void* recvbuf, size_t count, int datatype, int op = 0, int root = 0,
@@ -155,6 +170,14 @@ chorus::api::Args vargs(const void* sendbuf, size_t count, const size_t* send_co
     a.displs = displs;
     a.send_counts = send_counts;
     a.send_displs = send_displs;
+    return a;
+}
+
+// reduce_scatterv: recvcounts instead of a recvcount.
+chorus::api::Args reduce_scatterv_args(const void* sendbuf, void* recvbuf, const size_t* recvcounts, int datatype,
+                                       int op) {
+    chorus::api::Args a = args(sendbuf, recvbuf, 0, datatype, op, 0, recvcounts);
+    a.reduce_scatterv = true;
     return a;
 }
 
@@ -266,80 +289,80 @@ chorus_result_t chorus_comm_size(chorus_comm_t comm, int* size) {
 
 chorus_result_t chorus_allreduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
                                  chorus_op_t op, chorus_comm_t comm, void* stream) {
-    return collective(Form::Allreduce, "chorus_allreduce", args(sendbuf, recvbuf, count, datatype, op), comm, stream,
-                      false, nullptr);
+    return collective(Collective::Allreduce, "chorus_allreduce", args(sendbuf, recvbuf, count, datatype, op), comm,
+                      stream, false, nullptr);
 }
 
 chorus_result_t chorus_iallreduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
                                   chorus_op_t op, chorus_comm_t comm, void* stream, chorus_request_t* request) {
-    return collective(Form::Allreduce, "chorus_iallreduce", args(sendbuf, recvbuf, count, datatype, op), comm, stream,
-                      true, request);
+    return collective(Collective::Allreduce, "chorus_iallreduce", args(sendbuf, recvbuf, count, datatype, op), comm,
+                      stream, true, request);
 }
 
 chorus_result_t chorus_broadcast(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
                                  chorus_comm_t comm, void* stream) {
-    return collective(Form::Broadcast, "chorus_broadcast", args(sendbuf, recvbuf, count, datatype, 0, root), comm,
+    return collective(Collective::Broadcast, "chorus_broadcast", args(sendbuf, recvbuf, count, datatype, 0, root), comm,
                       stream, false, nullptr);
 }
 
 chorus_result_t chorus_ibroadcast(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
                                   int root, chorus_comm_t comm, void* stream, chorus_request_t* request) {
-    return collective(Form::Broadcast, "chorus_ibroadcast", args(sendbuf, recvbuf, count, datatype, 0, root), comm,
-                      stream, true, request);
+    return collective(Collective::Broadcast, "chorus_ibroadcast", args(sendbuf, recvbuf, count, datatype, 0, root),
+                      comm, stream, true, request);
 }
 
 chorus_result_t chorus_reduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
                               chorus_op_t op, int root, chorus_comm_t comm, void* stream) {
-    return collective(Form::Reduce, "chorus_reduce", args(sendbuf, recvbuf, count, datatype, op, root), comm, stream,
-                      false, nullptr);
+    return collective(Collective::Reduce, "chorus_reduce", args(sendbuf, recvbuf, count, datatype, op, root), comm,
+                      stream, false, nullptr);
 }
 
 chorus_result_t chorus_ireduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
                                chorus_op_t op, int root, chorus_comm_t comm, void* stream, chorus_request_t* request) {
-    return collective(Form::Reduce, "chorus_ireduce", args(sendbuf, recvbuf, count, datatype, op, root), comm, stream,
-                      true, request);
+    return collective(Collective::Reduce, "chorus_ireduce", args(sendbuf, recvbuf, count, datatype, op, root), comm,
+                      stream, true, request);
 }
 
 chorus_result_t chorus_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount, chorus_datatype_t datatype,
                                       chorus_op_t op, chorus_comm_t comm, void* stream) {
-    return collective(Form::ReduceScatter, "chorus_reduce_scatter", args(sendbuf, recvbuf, recvcount, datatype, op),
-                      comm, stream, false, nullptr);
+    return collective(Collective::ReduceScatter, "chorus_reduce_scatter",
+                      args(sendbuf, recvbuf, recvcount, datatype, op), comm, stream, false, nullptr);
 }
 
 chorus_result_t chorus_ireduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount, chorus_datatype_t datatype,
                                        chorus_op_t op, chorus_comm_t comm, void* stream, chorus_request_t* request) {
-    return collective(Form::ReduceScatter, "chorus_ireduce_scatter", args(sendbuf, recvbuf, recvcount, datatype, op),
-                      comm, stream, true, request);
+    return collective(Collective::ReduceScatter, "chorus_ireduce_scatter",
+                      args(sendbuf, recvbuf, recvcount, datatype, op), comm, stream, true, request);
 }
 
 chorus_result_t chorus_reduce_scatterv(const void* sendbuf, void* recvbuf, const size_t* recvcounts,
                                        chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm, void* stream) {
-    return collective(Form::ReduceScatterV, "chorus_reduce_scatterv",
-                      args(sendbuf, recvbuf, 0, datatype, op, 0, recvcounts), comm, stream, false, nullptr);
+    return collective(Collective::ReduceScatter, "chorus_reduce_scatterv",
+                      reduce_scatterv_args(sendbuf, recvbuf, recvcounts, datatype, op), comm, stream, false, nullptr);
 }
 
 chorus_result_t chorus_ireduce_scatterv(const void* sendbuf, void* recvbuf, const size_t* recvcounts,
                                         chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm, void* stream,
                                         chorus_request_t* request) {
-    return collective(Form::ReduceScatterV, "chorus_ireduce_scatterv",
-                      args(sendbuf, recvbuf, 0, datatype, op, 0, recvcounts), comm, stream, true, request);
+    return collective(Collective::ReduceScatter, "chorus_ireduce_scatterv",
+                      reduce_scatterv_args(sendbuf, recvbuf, recvcounts, datatype, op), comm, stream, true, request);
 }
 
 chorus_result_t chorus_allgather(const void* sendbuf, void* recvbuf, size_t sendcount, chorus_datatype_t datatype,
                                  chorus_comm_t comm, void* stream) {
-    return collective(Form::Allgather, "chorus_allgather", args(sendbuf, recvbuf, sendcount, datatype), comm, stream,
-                      false, nullptr);
+    return collective(Collective::Allgather, "chorus_allgather", args(sendbuf, recvbuf, sendcount, datatype), comm,
+                      stream, false, nullptr);
 }
 
 chorus_result_t chorus_iallgather(const void* sendbuf, void* recvbuf, size_t sendcount, chorus_datatype_t datatype,
                                   chorus_comm_t comm, void* stream, chorus_request_t* request) {
-    return collective(Form::Allgather, "chorus_iallgather", args(sendbuf, recvbuf, sendcount, datatype), comm, stream,
-                      true, request);
+    return collective(Collective::Allgather, "chorus_iallgather", args(sendbuf, recvbuf, sendcount, datatype), comm,
+                      stream, true, request);
 }
 
 chorus_result_t chorus_allgatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
                                   const size_t* displs, chorus_datatype_t datatype, chorus_comm_t comm, void* stream) {
-    return collective(Form::Allgatherv, "chorus_allgatherv",
+    return collective(Collective::Allgatherv, "chorus_allgatherv",
                       vargs(sendbuf, sendcount, nullptr, nullptr, recvbuf, recvcounts, displs, datatype), comm, stream,
                       false, nullptr);
 }
@@ -347,27 +370,27 @@ chorus_result_t chorus_allgatherv(const void* sendbuf, size_t sendcount, void* r
 chorus_result_t chorus_iallgatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
                                    const size_t* displs, chorus_datatype_t datatype, chorus_comm_t comm, void* stream,
                                    chorus_request_t* request) {
-    return collective(Form::Allgatherv, "chorus_iallgatherv",
+    return collective(Collective::Allgatherv, "chorus_iallgatherv",
                       vargs(sendbuf, sendcount, nullptr, nullptr, recvbuf, recvcounts, displs, datatype), comm, stream,
                       true, request);
 }
 
 chorus_result_t chorus_alltoall(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
                                 chorus_comm_t comm, void* stream) {
-    return collective(Form::Alltoall, "chorus_alltoall", args(sendbuf, recvbuf, count, datatype), comm, stream, false,
-                      nullptr);
+    return collective(Collective::Alltoall, "chorus_alltoall", args(sendbuf, recvbuf, count, datatype), comm, stream,
+                      false, nullptr);
 }
 
 chorus_result_t chorus_ialltoall(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
                                  chorus_comm_t comm, void* stream, chorus_request_t* request) {
-    return collective(Form::Alltoall, "chorus_ialltoall", args(sendbuf, recvbuf, count, datatype), comm, stream, true,
-                      request);
+    return collective(Collective::Alltoall, "chorus_ialltoall", args(sendbuf, recvbuf, count, datatype), comm, stream,
+                      true, request);
 }
 
 chorus_result_t chorus_alltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls, void* recvbuf,
                                  const size_t* recvcounts, const size_t* rdispls, chorus_datatype_t datatype,
                                  chorus_comm_t comm, void* stream) {
-    return collective(Form::Alltoallv, "chorus_alltoallv",
+    return collective(Collective::Alltoallv, "chorus_alltoallv",
                       vargs(sendbuf, 0, sendcounts, sdispls, recvbuf, recvcounts, rdispls, datatype), comm, stream,
                       false, nullptr);
 }
@@ -375,27 +398,27 @@ chorus_result_t chorus_alltoallv(const void* sendbuf, const size_t* sendcounts, 
 chorus_result_t chorus_ialltoallv(const void* sendbuf, const size_t* sendcounts, const size_t* sdispls, void* recvbuf,
                                   const size_t* recvcounts, const size_t* rdispls, chorus_datatype_t datatype,
                                   chorus_comm_t comm, void* stream, chorus_request_t* request) {
-    return collective(Form::Alltoallv, "chorus_ialltoallv",
+    return collective(Collective::Alltoallv, "chorus_ialltoallv",
                       vargs(sendbuf, 0, sendcounts, sdispls, recvbuf, recvcounts, rdispls, datatype), comm, stream,
                       true, request);
 }
 
 chorus_result_t chorus_gather(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
                               chorus_comm_t comm, void* stream) {
-    return collective(Form::Gather, "chorus_gather", args(sendbuf, recvbuf, count, datatype, 0, root), comm, stream,
-                      false, nullptr);
+    return collective(Collective::Gather, "chorus_gather", args(sendbuf, recvbuf, count, datatype, 0, root), comm,
+                      stream, false, nullptr);
 }
 
 chorus_result_t chorus_igather(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
                                chorus_comm_t comm, void* stream, chorus_request_t* request) {
-    return collective(Form::Gather, "chorus_igather", args(sendbuf, recvbuf, count, datatype, 0, root), comm, stream,
-                      true, request);
+    return collective(Collective::Gather, "chorus_igather", args(sendbuf, recvbuf, count, datatype, 0, root), comm,
+                      stream, true, request);
 }
 
 chorus_result_t chorus_gatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
                                const size_t* displs, chorus_datatype_t datatype, int root, chorus_comm_t comm,
                                void* stream) {
-    return collective(Form::Gatherv, "chorus_gatherv",
+    return collective(Collective::Gatherv, "chorus_gatherv",
                       vargs(sendbuf, sendcount, nullptr, nullptr, recvbuf, recvcounts, displs, datatype, root), comm,
                       stream, false, nullptr);
 }
@@ -403,27 +426,27 @@ chorus_result_t chorus_gatherv(const void* sendbuf, size_t sendcount, void* recv
 chorus_result_t chorus_igatherv(const void* sendbuf, size_t sendcount, void* recvbuf, const size_t* recvcounts,
                                 const size_t* displs, chorus_datatype_t datatype, int root, chorus_comm_t comm,
                                 void* stream, chorus_request_t* request) {
-    return collective(Form::Gatherv, "chorus_igatherv",
+    return collective(Collective::Gatherv, "chorus_igatherv",
                       vargs(sendbuf, sendcount, nullptr, nullptr, recvbuf, recvcounts, displs, datatype, root), comm,
                       stream, true, request);
 }
 
 chorus_result_t chorus_scatter(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
                                chorus_comm_t comm, void* stream) {
-    return collective(Form::Scatter, "chorus_scatter", args(sendbuf, recvbuf, count, datatype, 0, root), comm, stream,
-                      false, nullptr);
+    return collective(Collective::Scatter, "chorus_scatter", args(sendbuf, recvbuf, count, datatype, 0, root), comm,
+                      stream, false, nullptr);
 }
 
 chorus_result_t chorus_iscatter(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
                                 chorus_comm_t comm, void* stream, chorus_request_t* request) {
-    return collective(Form::Scatter, "chorus_iscatter", args(sendbuf, recvbuf, count, datatype, 0, root), comm, stream,
-                      true, request);
+    return collective(Collective::Scatter, "chorus_iscatter", args(sendbuf, recvbuf, count, datatype, 0, root), comm,
+                      stream, true, request);
 }
 
 chorus_result_t chorus_scatterv(const void* sendbuf, const size_t* sendcounts, const size_t* displs, void* recvbuf,
                                 size_t recvcount, chorus_datatype_t datatype, int root, chorus_comm_t comm,
                                 void* stream) {
-    return collective(Form::Scatterv, "chorus_scatterv",
+    return collective(Collective::Scatterv, "chorus_scatterv",
                       vargs(sendbuf, recvcount, sendcounts, displs, recvbuf, nullptr, nullptr, datatype, root), comm,
                       stream, false, nullptr);
 }
@@ -431,19 +454,19 @@ chorus_result_t chorus_scatterv(const void* sendbuf, const size_t* sendcounts, c
 chorus_result_t chorus_iscatterv(const void* sendbuf, const size_t* sendcounts, const size_t* displs, void* recvbuf,
                                  size_t recvcount, chorus_datatype_t datatype, int root, chorus_comm_t comm,
                                  void* stream, chorus_request_t* request) {
-    return collective(Form::Scatterv, "chorus_iscatterv",
+    return collective(Collective::Scatterv, "chorus_iscatterv",
                       vargs(sendbuf, recvcount, sendcounts, displs, recvbuf, nullptr, nullptr, datatype, root), comm,
                       stream, true, request);
 }
 
 chorus_result_t chorus_barrier(chorus_comm_t comm, void* stream) {
-    return collective(Form::Barrier, "chorus_barrier", args(nullptr, nullptr, 0, CHORUS_UINT8), comm, stream, false,
-                      nullptr);
+    return collective(Collective::Barrier, "chorus_barrier", args(nullptr, nullptr, 0, CHORUS_UINT8), comm, stream,
+                      false, nullptr);
 }
 
 chorus_result_t chorus_ibarrier(chorus_comm_t comm, void* stream, chorus_request_t* request) {
-    return collective(Form::Barrier, "chorus_ibarrier", args(nullptr, nullptr, 0, CHORUS_UINT8), comm, stream, true,
-                      request);
+    return collective(Collective::Barrier, "chorus_ibarrier", args(nullptr, nullptr, 0, CHORUS_UINT8), comm, stream,
+                      true, request);
 }
 
 }  // extern "C"

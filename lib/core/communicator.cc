@@ -24,10 +24,9 @@ constexpr size_t kMaxInflight = 1024;
 
 // The cost model's parameters for this transport: messages it copies through
 // shared memory pay no rendezvous.
-coll::CostParams cost_params(coll::CostParams p, const net::Transport& t,
-                             const std::shared_ptr<const coll::HostMap>& hosts) {
+coll::CostParams cost_params(coll::CostParams p, net::Transport& t, const std::shared_ptr<const coll::HostMap>& hosts) {
     p.eager_bytes = std::max(p.eager_bytes, t.host_only_max());
-    p.all_local = t.slot_bytes() > 0;
+    p.all_local = t.slots() != nullptr;
     if (hosts->hosts() > 1) p.hosts = hosts;
     return p;
 }
@@ -37,6 +36,23 @@ std::shared_ptr<const coll::HostMap> host_map(const net::Transport& t) {
     std::vector<int> labels = t.host_labels();
     if (labels.empty()) labels.assign(static_cast<size_t>(t.size()), 0);
     return std::make_shared<const coll::HostMap>(coll::HostMap::from_labels(labels));
+}
+
+// What the transport's abilities let schedules do (the same on every rank:
+// each is decided at the transport's creation; asked on every call, as a
+// test's transport may gain one after the communicator is made).
+coll::Abilities abilities(net::Transport& t, const coll::HostMap* hosts) {
+    coll::Abilities a;
+    if (const net::PublishSlots* slots = t.slots()) {
+        a.slot_bytes = slots->slot_bytes();
+        a.slot_line = slots->slot_line();
+    }
+    a.one_sided = t.peer_memory() != nullptr;
+    // Keyed access (UCX RMA) where cross-memory attach is not offered: the
+    // same steps, the data reached through registered memory.
+    a.rma = !a.one_sided && t.keyed_memory() != nullptr;
+    a.hosts = hosts;
+    return a;
 }
 }  // namespace
 
@@ -129,16 +145,16 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
       watchdog_(config_),
       observer_(config_, *transport_, ops_),
       p2p_(*transport_, buffers_.device()) {
-    shm_ = dynamic_cast<net::ShmTransport*>(transport_.get());
     // Touch the scratch a pipelined operation needs once, up front.
     buffers_.warm(config_.chunk_bytes * static_cast<size_t>(config_.window));
     if (rank() == 0) {
+        const coll::Abilities can = abilities(*transport_, hosts_.get());
         log(LogLevel::Debug, 0, "communicator of ", size(), " ranks (", transport_->local_ranks(),
             " on this host) over ", transport_->name(), "; ", config_.describe());
         log(LogLevel::Info, 0, hosts_->describe(), "; one-sided steps: ",
-            transport_->one_sided() ? "in place (cross-memory attach)"
-            : transport_->rma()     ? "through registration keys (UCX RMA)"
-                                    : "none");
+            can.one_sided ? "in place (cross-memory attach)"
+            : can.rma     ? "through registration keys (UCX RMA)"
+                          : "none");
         for (const auto& name : config_.unknown) log(LogLevel::Warn, 0, "unknown setting ", name, " ignored");
     }
 }
@@ -175,13 +191,7 @@ void Communicator::fill(coll::CollArgs& args) const {
     args.size = size();
     args.chunk_bytes = config_.chunk_bytes;
     args.depth = config_.window;
-    args.slot_bytes = transport_->slot_bytes();
-    args.slot_line = transport_->slot_line();
-    args.one_sided = transport_->one_sided();
-    // Keyed access (UCX RMA) where cross-memory attach is not offered: the
-    // same steps, the data reached through registered memory.
-    args.rma = !args.one_sided && transport_->rma();
-    args.hosts = hosts_.get();
+    args.abilities() = abilities(*transport_, hosts_.get());
 }
 
 Operation* Communicator::start_filled(coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream,

@@ -26,10 +26,6 @@
 
 namespace chorus {
 
-namespace net {
-class ShmTransport;
-}
-
 class Communicator {
 public:
     // Collective over `boot`, all or nothing: reads the settings and
@@ -79,13 +75,24 @@ public:
     // Forget a finished operation; returns its result (the error message, if
     // any, goes to last_error()).
     chorus_result_t release(Operation* op);
+    // The record the fast path keeps of a call that ran in place (a
+    // schedule without transfers on host buffers, run on the calling thread;
+    // blocking.cc): the plan it ran (none: the call did not run in place)
+    // and the plan cache's version then.
+    struct RanInPlace {
+        Plan plan;
+        uint64_t version = 0;
+    };
     // Blocking convenience: start + wait + release.
-    // `args` is filled in place (fill()), or a copy of it. `repeat`: the
-    // caller vouches that `args` has not changed since the last call made
-    // with it here (the C API's repeated call), which then skips the plan
-    // and the checks when that call ran in place on the same buffers.
+    // `args` is filled in place (fill()), or a copy of it. `last`: the fast
+    // path's record of the caller's last call (the C API's, per thread),
+    // when the caller vouches that this call repeats it (same communicator,
+    // arguments and buffers); a record with a plan runs that plan in place
+    // at once while the plan cache's version is unchanged and nothing is in
+    // flight or failed. Either way, a call that runs in place leaves its
+    // plan in `*last`, and one that does not clears it.
     chorus_result_t run(coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream = nullptr,
-                        bool repeat = false);
+                        RanInPlace* last = nullptr);
     chorus_result_t run(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream = nullptr) {
         coll::CollArgs copy = args;
         return run(copy, sendbuf, recvbuf, stream);
@@ -188,12 +195,13 @@ private:
     // The communicator's part of a call's arguments.
     void fill(coll::CollArgs& args) const;
     // A blocking call without transfers on host buffers, run on this thread
-    // (false: it does not qualify). Returns its result in *rc.
-    // `args` filled already; a call that does not qualify after planning
-    // leaves the plan in *plan for start_filled.
+    // (false: it does not qualify). Returns its result in *rc and, with
+    // `ran`, records its plan there. `args` filled already; a call that
+    // does not qualify after planning leaves the plan in *plan for
+    // start_filled.
     bool run_inline(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream, chorus_result_t* rc,
-                    Plan* plan);
-    // The part of run_inline after the checks: `plan` qualifies.
+                    Plan* plan, RanInPlace* ran);
+    // The part of run_inline after the checks: the plan qualifies.
     chorus_result_t run_planned_inline(const coll::CollArgs& args, const Plan& plan, const void* sendbuf,
                                        void* recvbuf);
     // start() with `args` filled in place, and its plan when already made.
@@ -209,7 +217,6 @@ private:
     Config config_;
     std::unique_ptr<net::Bootstrap> boot_;  // before the transport: it outlives it
     std::unique_ptr<net::Transport> transport_;
-    net::ShmTransport* shm_ = nullptr;  // transport_, when it is the shared-memory one (slot calls inline)
     int rank_, size_;
     std::shared_ptr<const coll::HostMap> hosts_;  // which ranks share a host
     OpBuffers buffers_;
@@ -225,17 +232,6 @@ private:
     bool closing_ = false;
     uint64_t next_seq_ = 0;
     uint64_t next_slot_op_ = 0;
-    // The last call run in place: its arguments (the caller's object), the
-    // plan's version and the buffers. A repeated call with all of them
-    // unchanged runs that plan at once (the buffers were host memory then,
-    // and an address the host's allocator handed out never becomes device
-    // memory).
-    struct LastInline {
-        const coll::CollArgs* args = nullptr;
-        uint64_t version = 0;
-        const void* send = nullptr;
-        void* recv = nullptr;
-    } last_inline_;
     uint64_t id_ = 0;  // agreed at creation
     void (*idle_fn_)(void*) = nullptr;
     void* idle_arg_ = nullptr;

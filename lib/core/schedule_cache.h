@@ -33,8 +33,6 @@ public:
     // Changes whenever plan() makes a new plan: a caller that kept a plan
     // for arguments that have not changed since may use it while this holds.
     uint64_t version() const { return version_; }
-    // The plan plan() made last.
-    const Plan& last() const { return last_; }
     // The schedule of a given algorithm for these arguments (a two-stage
     // one's first stage, or with `second` its second: args.host_sizes
     // filled on the gatherer).

@@ -31,8 +31,8 @@ struct Names {
 };
 
 struct Rule {
-    Form form;
     Collective coll;
+    bool v;  // reduce_scatterv
     bool has_op, has_root;
     Who send, recv;
     InPlace in_place;
@@ -50,33 +50,32 @@ constexpr Names kSdispls{nullptr, "sendcounts", "sdispls"};
 constexpr Names kRdispls{nullptr, "recvcounts", "rdispls"};
 constexpr Names kNone{nullptr, nullptr, nullptr};
 
-using F = Form;
 using C = Collective;
 constexpr Who kAll = Who::Everyone, kRoot = Who::Root, kNobody = Who::Nobody;
 
 // clang-format off
 constexpr Rule kRules[] = {
-    // form              collective          op     root   send     recv     in place               send names         recv names
-    {F::Allreduce,      C::Allreduce,      true,  false, kAll,    kAll,    InPlace::Same,         kCount,            kCount},
-    {F::Broadcast,      C::Broadcast,      false, true,  kRoot,   kAll,    InPlace::Same,         kCount,            kCount},
-    {F::Reduce,         C::Reduce,         true,  true,  kAll,    kRoot,   InPlace::Same,         kCount,            kCount},
-    {F::ReduceScatter,  C::ReduceScatter,  true,  false, kAll,    kAll,    InPlace::Same,         kRecvcount,        kRecvcount},
-    {F::ReduceScatterV, C::ReduceScatter,  true,  false, kAll,    kAll,    InPlace::Same,         kRecvcountsShared, kRecvcounts},
-    {F::Allgather,      C::Allgather,      false, false, kAll,    kAll,    InPlace::OwnBlock,     kSendcount,        kSendcount},
-    {F::Allgatherv,     C::Allgatherv,     false, false, kAll,    kAll,    InPlace::OwnBlock,     kSendcount,        kRecvDispls},
-    {F::Alltoall,       C::Alltoall,       false, false, kAll,    kAll,    InPlace::Same,         kCount,            kCount},
-    {F::Alltoallv,      C::Alltoallv,      false, false, kAll,    kAll,    InPlace::Same,         kSdispls,          kRdispls},
-    {F::Gather,         C::Gather,         false, true,  kAll,    kRoot,   InPlace::OwnBlock,     kCount,            kCount},
-    {F::Gatherv,        C::Gatherv,        false, true,  kAll,    kRoot,   InPlace::OwnBlock,     kSendcount,        kRecvDispls},
-    {F::Scatter,        C::Scatter,        false, true,  kRoot,   kAll,    InPlace::OwnSendBlock, kCount,            kCount},
-    {F::Scatterv,       C::Scatterv,       false, true,  kRoot,   kAll,    InPlace::OwnSendBlock, kSendDispls,       kRecvcount},
-    {F::Barrier,        C::Barrier,        false, false, kNobody, kNobody, InPlace::None,         kNone,             kNone},
+    // collective         v      op     root   send     recv     in place               send names         recv names
+    {C::Allreduce,       false, true,  false, kAll,    kAll,    InPlace::Same,         kCount,            kCount},
+    {C::Broadcast,       false, false, true,  kRoot,   kAll,    InPlace::Same,         kCount,            kCount},
+    {C::Reduce,          false, true,  true,  kAll,    kRoot,   InPlace::Same,         kCount,            kCount},
+    {C::ReduceScatter,   false, true,  false, kAll,    kAll,    InPlace::Same,         kRecvcount,        kRecvcount},
+    {C::ReduceScatter,   true , true,  false, kAll,    kAll,    InPlace::Same,         kRecvcountsShared, kRecvcounts},
+    {C::Allgather,       false, false, false, kAll,    kAll,    InPlace::OwnBlock,     kSendcount,        kSendcount},
+    {C::Allgatherv,      false, false, false, kAll,    kAll,    InPlace::OwnBlock,     kSendcount,        kRecvDispls},
+    {C::Alltoall,        false, false, false, kAll,    kAll,    InPlace::Same,         kCount,            kCount},
+    {C::Alltoallv,       false, false, false, kAll,    kAll,    InPlace::Same,         kSdispls,          kRdispls},
+    {C::Gather,          false, false, true,  kAll,    kRoot,   InPlace::OwnBlock,     kCount,            kCount},
+    {C::Gatherv,         false, false, true,  kAll,    kRoot,   InPlace::OwnBlock,     kSendcount,        kRecvDispls},
+    {C::Scatter,         false, false, true,  kRoot,   kAll,    InPlace::OwnSendBlock, kCount,            kCount},
+    {C::Scatterv,        false, false, true,  kRoot,   kAll,    InPlace::OwnSendBlock, kSendDispls,       kRecvcount},
+    {C::Barrier,         false, false, false, kNobody, kNobody, InPlace::None,         kNone,             kNone},
 };
 // clang-format on
 
-const Rule& rule_of(Form form) {
+const Rule& rule_of(Collective coll, bool v) {
     for (const Rule& r : kRules)
-        if (r.form == form) return r;
+        if (r.coll == coll && r.v == v) return r;
     return kRules[0];
 }
 
@@ -172,8 +171,8 @@ chorus_result_t invalid(Communicator* comm, const std::string& message) {
 }
 
 chorus_result_t not_live(chorus_comm_t handle, const char* fn) {
-    return invalid(nullptr, cat(fn, ": comm is ", handle ? "not a live communicator" : "NULL",
-                                " (destroyed, or never created)"));
+    return invalid(
+        nullptr, cat(fn, ": comm is ", handle ? "not a live communicator" : "NULL", " (destroyed, or never created)"));
 }
 
 chorus_result_t no_request(Communicator* c, const char* fn) {
@@ -186,8 +185,8 @@ chorus_result_t check_not_failed(const char* fn, Communicator* c) {
     return CHORUS_ERR_COMM_FAILED;
 }
 
-chorus_result_t validate(Form form, const char* fn, Communicator* c, const Args& in, Call* call) {
-    const Rule& rule = rule_of(form);
+chorus_result_t validate(Collective coll, const char* fn, Communicator* c, const Args& in, Call* call) {
+    const Rule& rule = rule_of(coll, in.reduce_scatterv && coll == Collective::ReduceScatter);
     const auto dt = static_cast<chorus_datatype_t>(in.datatype);
     const auto op = static_cast<chorus_op_t>(in.op);
     if (!datatype_valid(in.datatype))

@@ -18,24 +18,6 @@
 
 namespace chorus::api {
 
-// The entry points' shapes (the v form differs from the block form).
-enum class Form {
-    Allreduce,
-    Broadcast,
-    Reduce,
-    ReduceScatter,
-    ReduceScatterV,
-    Allgather,
-    Allgatherv,
-    Alltoall,
-    Alltoallv,
-    Gather,
-    Gatherv,
-    Scatter,
-    Scatterv,
-    Barrier
-};
-
 // What an entry point was given.
 struct Args {
     const void* sendbuf = nullptr;
@@ -48,6 +30,9 @@ struct Args {
     int datatype = 0;
     int op = 0;
     int root = 0;
+    // reduce_scatterv: recvcounts given instead of a recvcount (every other
+    // irregular form is a collective of its own).
+    bool reduce_scatterv = false;
 };
 
 // A validated call, ready to start.
@@ -57,10 +42,10 @@ struct Call {
     void* recv = nullptr;        // matter here is null or bound to the other
 };
 
-// Checks `in` for `form` on `comm`; on success fills `call`. Otherwise
+// Checks `in` for the entry point of `coll` on `comm`; on success fills `call`. Otherwise
 // returns the error, with the message (naming `fn` and the argument) on the
 // communicator and the thread.
-chorus_result_t validate(Form form, const char* fn, Communicator* comm, const Args& in, Call* call);
+chorus_result_t validate(coll::Collective coll, const char* fn, Communicator* comm, const Args& in, Call* call);
 // CHORUS_ERR_COMM_FAILED, with the message on `comm`, once the communicator
 // has failed before this call (what validate() checks that changes between
 // calls with the same arguments).

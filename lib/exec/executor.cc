@@ -34,6 +34,9 @@ Executor::Executor(const Schedule& schedule, net::Transport& transport, Buffers 
 void Executor::reset(const Schedule& schedule, Buffers buffers, uint64_t seq, DeviceUse device, size_t done) {
     abort();
     sched_ = &schedule;
+    slots_ = transport_.slots();
+    peer_memory_ = transport_.peer_memory();
+    keyed_memory_ = transport_.keyed_memory();
     buffers_ = buffers;
     seq_ = seq;
     dev_ = device;
@@ -57,14 +60,16 @@ void Executor::reset(const Schedule& schedule, Buffers buffers, uint64_t seq, De
         fail(CHORUS_ERR_INTERNAL, "executor: device work without a device");
     if (dev_.on_device && !dev_.direct && !dev_.staging)
         fail(CHORUS_ERR_INTERNAL, "executor: device buffers without staging buffers");
-    if (sched_->uses_slots() && sched_->slot_bytes() > transport_.slot_bytes())
+    if (sched_->uses_slots() && !slots_)
+        fail(CHORUS_ERR_INTERNAL, "executor: a schedule that publishes on a transport without publish slots");
+    if (sched_->uses_slots() && sched_->slot_bytes() > slots_->slot_bytes())
         fail(CHORUS_ERR_INTERNAL, "executor: a schedule that publishes ", sched_->slot_bytes(),
-             " bytes on a transport whose slots hold ", transport_.slot_bytes());
+             " bytes on a transport whose slots hold ", slots_->slot_bytes());
     if (sched_->uses_slots() && dev_.on_device) {
         // Device kernels and copies read and write the slots directly.
         void* base = nullptr;
         size_t bytes = 0;
-        transport_.slot_memory(&base, &bytes);
+        slots_->slot_memory(&base, &bytes);
         dev_.device->register_host(base, bytes);
     }
     const auto& steps = sched_->steps();
@@ -72,7 +77,9 @@ void Executor::reset(const Schedule& schedule, Buffers buffers, uint64_t seq, De
     // Keyed access where cross-memory attach is not offered (the same on
     // every rank: both are decided at creation).
     keyed_.clear();
-    if (sched_->has_one_sided() && !transport_.one_sided() && transport_.rma()) keyed_.resize(steps.size());
+    if (sched_->has_one_sided() && !peer_memory_ && !keyed_memory_)
+        fail(CHORUS_ERR_INTERNAL, "executor: one-sided steps on a transport that reaches no peer's memory");
+    if (sched_->has_one_sided() && !peer_memory_ && keyed_memory_) keyed_.resize(steps.size());
     remaining_.resize(steps.size());
     completed_ = done;
     for (StepId s = 0; s < steps.size(); ++s) {
@@ -111,7 +118,7 @@ char* Executor::resolve(Region r) const {
         case Buf::Send: return const_cast<char*>(static_cast<const char*>(buffers_.send)) + r.offset;
         case Buf::Recv: return static_cast<char*>(buffers_.recv) + r.offset;
         case Buf::Scratch: return static_cast<char*>(buffers_.scratch) + r.offset;
-        case Buf::Slot: return transport_.slot(r.peer, buffers_.slot_op + r.round) + r.offset;
+        case Buf::Slot: return slots_->slot(r.peer, buffers_.slot_op + r.round) + r.offset;
     }
     return nullptr;
 }
@@ -228,7 +235,7 @@ void Executor::publish(StepId s) {
         return;
     }
     each_piece([](char* to, const char* from, size_t n) { host_copy(to, from, n); });
-    transport_.publish(buffers_.slot_op + st.round);
+    slots_->publish(buffers_.slot_op + st.round);
     finish(s);
 }
 
@@ -239,7 +246,7 @@ bool Executor::poll_slots() {
     while (!releasing_.empty()) {
         StepId s = releasing_.back();
         releasing_.pop_back();
-        transport_.slot_done(buffers_.slot_op + steps[s].round);
+        slots_->slot_done(buffers_.slot_op + steps[s].round);
         finish(s);
         moved = true;
     }
@@ -258,7 +265,7 @@ bool Executor::poll_slots() {
             moved = true;
         }
     };
-    auto free = [&](const Step& st) { return transport_.slot_free(buffers_.slot_op + st.round); };
+    auto free = [&](const Step& st) { return slots_->slot_free(buffers_.slot_op + st.round); };
     take(claiming_, free, [&](StepId s) { finish(s); });
     take(publishing_, free, [&](StepId s) { publish(s); });
     // The awaits in turn from where the last turn stopped, up to the first
@@ -269,7 +276,7 @@ bool Executor::poll_slots() {
     for (size_t seen = 0, n = awaiting_.size(); seen < n && !awaiting_.empty(); ++seen) {
         if (await_next_ >= awaiting_.size()) await_next_ = 0;
         const StepId s = awaiting_[await_next_];
-        if (!transport_.published(steps[s].peer, buffers_.slot_op + steps[s].round)) {
+        if (!slots_->published(steps[s].peer, buffers_.slot_op + steps[s].round)) {
             ++await_next_;
             break;
         }
@@ -366,7 +373,7 @@ void Executor::queued_done(const Queued& q) {
             done(q.step, q.part);
             break;
         case Phase::Published:
-            transport_.publish(buffers_.slot_op + sched_->steps()[q.step].round);
+            slots_->publish(buffers_.slot_op + sched_->steps()[q.step].round);
             finish(q.step);
             break;
     }
@@ -449,7 +456,7 @@ bool Executor::progress() {
     // Every read of the slots is done: they may be reused.
     if (sched_->uses_slots() && !sched_->releases_rounds() && !slots_released_) {
         slots_released_ = true;
-        transport_.slot_done(buffers_.slot_op);
+        slots_->slot_done(buffers_.slot_op);
     }
     if (final_copies_.empty()) {
         finished_ = true;

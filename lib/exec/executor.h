@@ -165,6 +165,10 @@ private:
 
     const Schedule* sched_;
     net::Transport& transport_;
+    // Its abilities beyond messages (net/transport.h), null where it has none.
+    net::PublishSlots* slots_ = nullptr;
+    net::PeerMemory* peer_memory_ = nullptr;
+    net::KeyedMemory* keyed_memory_ = nullptr;
     Buffers buffers_;
     uint64_t seq_;
     int window_;

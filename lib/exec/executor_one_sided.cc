@@ -76,7 +76,7 @@ void Executor::os_start(StepId s) {
         // Registered (or found registered) now; a region that cannot be
         // travels as a message.
         Keyed& k = keyed_[s];
-        desc[3] = transport_.rma_register(resolve(st.src), st.bytes, k.msg.key, &k.region);
+        desc[3] = keyed_memory_->rma_register(resolve(st.src), st.bytes, k.msg.key, &k.region);
         desc[2] = desc[3] ? kKeyed : kByMessage;
     }
     o.pending = 2;  // the descriptor's send and the reply
@@ -86,7 +86,7 @@ void Executor::os_start(StepId s) {
 
 void Executor::os_release(StepId s) {
     if (keyed_.empty() || !keyed_[s].region) return;
-    transport_.rma_release(keyed_[s].region);
+    keyed_memory_->rma_release(keyed_[s].region);
     keyed_[s].region = 0;
 }
 
@@ -97,11 +97,11 @@ void Executor::os_access(StepId s) {
         fail(CHORUS_ERR_INTERNAL, "one-sided: rank ", st.peer, " sent a key of ", d.desc[3], " bytes");
     net::Handle h;
     if (st.kind == StepKind::Put) {
-        h = transport_.rma_put(st.peer, d.desc[0], resolve(st.src), st.bytes, d.key, d.desc[3]);
+        h = keyed_memory_->rma_put(st.peer, d.desc[0], resolve(st.src), st.bytes, d.key, d.desc[3]);
     } else {
         // A get that reduces lands the data where a message would (scratch),
         // then reduces it into place.
-        h = transport_.rma_get(st.peer, resolve(st.count ? st.src : st.dst), d.desc[0], st.bytes, d.key, d.desc[3]);
+        h = keyed_memory_->rma_get(st.peer, resolve(st.count ? st.src : st.dst), d.desc[0], st.bytes, d.key, d.desc[3]);
     }
     if (h)
         inflight_.push_back({s, h, nullptr, Part::Access, true});
@@ -176,12 +176,12 @@ bool Executor::reduce_landed(StepId s) {
 void Executor::os_copy(StepId s, uint64_t remote) {
     const Step& st = sched_->steps()[s];
     if (st.kind == StepKind::Put) {
-        transport_.put(st.peer, remote, resolve(st.src), st.bytes);
+        peer_memory_->put(st.peer, remote, resolve(st.src), st.bytes);
         return;
     }
     char* dst = resolve(st.dst);
     if (!st.count) {
-        transport_.get(st.peer, dst, remote, st.bytes);
+        peer_memory_->get(st.peer, dst, remote, st.bytes);
         return;
     }
     if (!bounce_) {
@@ -194,7 +194,7 @@ void Executor::os_copy(StepId s, uint64_t remote) {
     const char* local = resolve(st.src2);
     for (size_t i = 0; i < st.count; i += block) {
         const size_t n = std::min(block, st.count - i), off = i * esize;
-        transport_.get(st.peer, bounce_.get(), remote + off, n * esize);
+        peer_memory_->get(st.peer, bounce_.get(), remote + off, n * esize);
         if (st.remote_first)
             host_reduce(sched_->dtype(), sched_->op(), dst + off, bounce_.get(), local + off, n);
         else

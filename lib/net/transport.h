@@ -1,11 +1,21 @@
-// The one interface between the executor and the wire: tagged, nonblocking,
-// point-to-point transfers between the ranks of one communicator.
+// The contract between the executor and the wire, by ability.
 //
-// A transfer is posted with send()/recv() and returns a handle; nullptr means
-// it completed at once. test() reports completion of a handle (and releases
-// it when it returns true) or throws Error naming the peer. progress() lets
-// the transport move data. Messages match on (source, tag) exactly; a receive
-// must be posted with the exact size the sender sends.
+// Every transport moves messages (Transport): tagged, nonblocking,
+// point-to-point transfers between the ranks of one communicator, and
+// notices. A transfer is posted with send()/recv() and returns a handle;
+// nullptr means it completed at once. test() reports completion of a handle
+// (and releases it when it returns true) or throws Error naming the peer.
+// progress() lets the transport move data. Messages match on (source, tag)
+// exactly; a receive must be posted with the exact size the sender sends.
+//
+// Some transports offer more, each ability a small interface of its own that
+// the transport hands out (null where it has not got it, the same on every
+// rank: decided at creation):
+//   PublishSlots  slots in memory every rank of the communicator maps (all on
+//                 this host): the small collectives' rounds;
+//   PeerMemory    single-copy reads and writes of a peer's memory (all on
+//                 this host: cross-memory attach);
+//   KeyedMemory   remote memory access with registration keys (UCX RMA).
 #pragma once
 
 #include <cstddef>
@@ -18,8 +28,70 @@ namespace chorus::net {
 using Tag = uint64_t;
 using Handle = void*;
 
+// Publish slots, when every rank of the communicator shares one host's
+// memory. Small collectives number their slot operations 0, 1, 2, ... (the
+// same on every rank; a schedule of slot rounds takes one number per round);
+// operation n uses each rank's slot n % kSlots, which a rank may write once
+// every rank has completed operation n - kSlots (slot_free). Its
+// contribution is in once it calls publish(n); a peer reads it after
+// published(peer, n). slot_done(n) says this rank is done with operation n
+// (in any order: the count advances over the finished prefix).
+class PublishSlots {
+public:
+    static constexpr uint64_t kSlots = 8;
+    virtual ~PublishSlots() = default;
+    // The room in a slot, and the first offset in it that starts a cache
+    // line (a pipelined schedule puts its chunks there).
+    virtual size_t slot_bytes() const = 0;
+    virtual size_t slot_line() const = 0;
+    virtual char* slot(int rank, uint64_t n) = 0;
+    virtual bool slot_free(uint64_t n) = 0;
+    virtual void publish(uint64_t n) = 0;
+    virtual bool published(int rank, uint64_t n) = 0;
+    virtual void slot_done(uint64_t n) = 0;
+    // The memory the slots live in (a device registers it to read slots).
+    virtual void slot_memory(void** base, size_t* bytes) const = 0;
+};
+
+// Single-copy access to peers' memory, when every rank of the communicator
+// is on this host and one process may read and write another's memory.
+// get() copies `bytes` at address `remote` of `peer`'s memory into `dst`,
+// put() copies `src` there; both return when the copy is done and throw
+// Error (CHORUS_ERR_PEER_FAILED when the peer is gone).
+class PeerMemory {
+public:
+    virtual ~PeerMemory() = default;
+    virtual void get(int peer, void* dst, uint64_t remote, size_t bytes) = 0;
+    virtual void put(int peer, uint64_t remote, const void* src, size_t bytes) = 0;
+};
+
+// Remote memory access with registration keys (UCX RMA: RDMA between hosts,
+// UCX's own single-copy transports inside one), when every rank may reach
+// every other's registered memory. rma_register() registers a region (a
+// cache keeps registrations across calls; one whose memory the program
+// unmaps is dropped) and writes the key a peer needs into `key` (room for
+// kMaxKey bytes); it returns the key's bytes, or 0 when the region cannot be
+// registered (its data then travels as messages), and sets `*region`, which
+// rma_release() gives back once the peers are done. rma_get() and rma_put()
+// return a handle that the transport's test() completes once the data has
+// landed (a put: in the peer's memory), or nullptr if it already has; they
+// throw Error (CHORUS_ERR_PEER_FAILED when the peer is gone).
+class KeyedMemory {
+public:
+    static constexpr size_t kMaxKey = 512;
+    virtual ~KeyedMemory() = default;
+    virtual size_t rma_register(void* addr, size_t bytes, void* key, uint64_t* region) = 0;
+    virtual void rma_release(uint64_t region) = 0;
+    virtual Handle rma_get(int peer, void* dst, uint64_t remote, size_t bytes, const void* key, size_t key_bytes) = 0;
+    virtual Handle rma_put(int peer, uint64_t remote, const void* src, size_t bytes, const void* key,
+                           size_t key_bytes) = 0;
+};
+
 class Transport {
 public:
+    static constexpr uint64_t kSlots = PublishSlots::kSlots;
+    static constexpr size_t kMaxKey = KeyedMemory::kMaxKey;
+
     virtual ~Transport() = default;
     virtual int rank() const = 0;
     virtual int size() const = 0;
@@ -69,78 +141,15 @@ public:
     // arrived, with its sender.
     virtual void notify(int peer, const std::string& notice) = 0;
     virtual bool poll_notice(int* source, std::string* notice) = 0;
-    // Publish slots, when every rank of the communicator shares one host's
-    // memory (slot_bytes() is then the room in a slot; 0 otherwise). Small
-    // collectives number their slot operations 0, 1, 2, ... (the same on
-    // every rank; a schedule of slot rounds takes one number per round);
-    // operation n uses each rank's slot n % kSlots, which a rank
-    // may write once every rank has completed operation n - kSlots
-    // (slot_free). Its contribution is in once it calls publish(n); a peer
-    // reads it after published(peer, n). slot_done(n) says this rank is done
-    // with operation n (in any order: the count advances over the finished
-    // prefix).
-    static constexpr uint64_t kSlots = 8;
-    virtual size_t slot_bytes() const { return 0; }
-    // The first offset in a slot that starts a cache line (a pipelined
-    // schedule puts its chunks there).
-    virtual size_t slot_line() const { return 0; }
-    virtual char* slot(int rank, uint64_t n) {
-        (void)rank, (void)n;
-        return nullptr;
-    }
-    virtual bool slot_free(uint64_t n) {
-        (void)n;
-        return false;
-    }
-    virtual void publish(uint64_t n) { (void)n; }
-    virtual bool published(int rank, uint64_t n) {
-        (void)rank, (void)n;
-        return false;
-    }
-    virtual void slot_done(uint64_t n) { (void)n; }
-    // The memory the slots live in (a device registers it to read slots).
-    virtual void slot_memory(void** base, size_t* bytes) const {
-        *base = nullptr;
-        *bytes = 0;
-    }
-
-    // Single-copy access to peers' memory, when every rank of the
-    // communicator is on this host and one process may read and write
-    // another's memory (the same on every rank: decided at creation).
-    // get() copies `bytes` at address `remote` of `peer`'s memory into
-    // `dst`, put() copies `src` there; both return when the copy is done and
-    // throw Error (CHORUS_ERR_PEER_FAILED when the peer is gone).
-    virtual bool one_sided() const { return false; }
-    virtual void get(int peer, void* dst, uint64_t remote, size_t bytes);
-    virtual void put(int peer, uint64_t remote, const void* src, size_t bytes);
-
-    // Remote memory access with registration keys (UCX RMA: RDMA between
-    // hosts, UCX's own single-copy transports inside one), when every rank
-    // may reach every other's registered memory (the same on every rank:
-    // decided at creation). rma_register() registers a region (a cache keeps
-    // registrations across calls; one whose memory the program unmaps is
-    // dropped) and writes the key a peer needs into `key` (room for
-    // kMaxKey bytes); it returns the key's bytes, or 0 when the region
-    // cannot be registered (its data then travels as messages), and sets
-    // `*region`, which rma_release() gives back once the peers are done.
-    // rma_get() and rma_put() return a handle that test() completes once the
-    // data has landed (a put: in the peer's memory), or nullptr if it
-    // already has; they throw Error (CHORUS_ERR_PEER_FAILED when the peer
-    // is gone).
-    static constexpr size_t kMaxKey = 512;
-    virtual bool rma() const { return false; }
-    virtual size_t rma_register(void* addr, size_t bytes, void* key, uint64_t* region) {
-        (void)addr, (void)bytes, (void)key, (void)region;
-        return 0;
-    }
-    virtual void rma_release(uint64_t region) { (void)region; }
-    virtual Handle rma_get(int peer, void* dst, uint64_t remote, size_t bytes, const void* key, size_t key_bytes);
-    virtual Handle rma_put(int peer, uint64_t remote, const void* src, size_t bytes, const void* key, size_t key_bytes);
-
     // Progress the notices sent so far until they have left (a connection
     // may have to be made first), for at most `ms` milliseconds: this rank
     // may not come back to the library for a long time.
     virtual void flush_notices(int ms) { (void)ms; }
+
+    // The abilities beyond messages (above), or null.
+    virtual PublishSlots* slots() { return nullptr; }
+    virtual PeerMemory* peer_memory() { return nullptr; }
+    virtual KeyedMemory* keyed_memory() { return nullptr; }
 };
 
 constexpr size_t kMaxNotice = 1024;

@@ -56,7 +56,7 @@ void LoopbackTransport::check_host(const void* buf, const char* what) const {
 }
 
 void LoopbackTransport::get(int peer, void* dst, uint64_t remote, size_t bytes) {
-    if (!hub_->one_sided_) Transport::get(peer, dst, remote, bytes);
+    if (!hub_->one_sided_) fail(CHORUS_ERR_INTERNAL, "loopback: no one-sided read of rank ", peer);
     if (hub_->dead(peer)) fail(CHORUS_ERR_PEER_FAILED, "loopback: get from dead rank ", peer);
     const void* src = reinterpret_cast<const void*>(remote);
     if (hub_->is_device_ && (hub_->is_device_(src) || hub_->is_device_(dst)))
@@ -66,7 +66,7 @@ void LoopbackTransport::get(int peer, void* dst, uint64_t remote, size_t bytes) 
 }
 
 void LoopbackTransport::put(int peer, uint64_t remote, const void* src, size_t bytes) {
-    if (!hub_->one_sided_) Transport::put(peer, remote, src, bytes);
+    if (!hub_->one_sided_) fail(CHORUS_ERR_INTERNAL, "loopback: no one-sided write into rank ", peer);
     if (hub_->dead(peer)) fail(CHORUS_ERR_PEER_FAILED, "loopback: put to dead rank ", peer);
     void* dst = reinterpret_cast<void*>(remote);
     if (hub_->is_device_ && (hub_->is_device_(src) || hub_->is_device_(dst)))
@@ -88,7 +88,7 @@ size_t LoopbackHub::rma_held() const {
 }
 
 size_t LoopbackTransport::rma_register(void* addr, size_t bytes, void* key, uint64_t* region) {
-    if (!hub_->rma_) return Transport::rma_register(addr, bytes, key, region);
+    if (!hub_->rma_) return 0;
     if (hub_->is_device_ && hub_->is_device_(addr)) fail(CHORUS_ERR_INTERNAL, "loopback: registering device memory");
     std::lock_guard<std::mutex> lock(hub_->mutex_);
     const uintptr_t b = reinterpret_cast<uintptr_t>(addr);
@@ -270,24 +270,26 @@ void LoopbackHub::enable_slots(size_t bytes) {
 }
 
 char* LoopbackTransport::slot(int rank, uint64_t n) {
-    return hub_->slots_.get() + (static_cast<size_t>(rank) * kSlots + n % kSlots) * hub_->slot_bytes_;
+    return hub_->slots_.get() +
+           (static_cast<size_t>(rank) * PublishSlots::kSlots + n % PublishSlots::kSlots) * hub_->slot_bytes_;
 }
 
 bool LoopbackTransport::slot_free(uint64_t n) {
-    if (n < kSlots) return true;
+    if (n < PublishSlots::kSlots) return true;
     for (int r = 0; r < hub_->size_; ++r)
-        if (hub_->done_[r].load() < n - kSlots + 1) return false;
+        if (hub_->done_[r].load() < n - PublishSlots::kSlots + 1) return false;
     return true;
 }
 
 void LoopbackTransport::publish(uint64_t n) {
-    hub_->published_[static_cast<size_t>(rank_) * kSlots + n % kSlots] = n + 1;
+    hub_->published_[static_cast<size_t>(rank_) * PublishSlots::kSlots + n % PublishSlots::kSlots] = n + 1;
 }
 
 bool LoopbackTransport::published(int rank, uint64_t n) {
     ++hub_->flag_reads_;
     if (hub_->dead(rank)) fail(CHORUS_ERR_PEER_FAILED, "loopback: rank ", rank, " is dead");
-    return hub_->published_[static_cast<size_t>(rank) * kSlots + n % kSlots].load() == n + 1;
+    return hub_->published_[static_cast<size_t>(rank) * PublishSlots::kSlots + n % PublishSlots::kSlots].load() ==
+           n + 1;
 }
 
 void LoopbackTransport::slot_done(uint64_t n) {
@@ -296,7 +298,7 @@ void LoopbackTransport::slot_done(uint64_t n) {
 
 void LoopbackTransport::slot_memory(void** base, size_t* bytes) const {
     *base = hub_->slots_.get();
-    *bytes = static_cast<size_t>(hub_->size_) * kSlots * hub_->slot_bytes_;
+    *bytes = static_cast<size_t>(hub_->size_) * PublishSlots::kSlots * hub_->slot_bytes_;
 }
 
 }  // namespace chorus::net

@@ -110,7 +110,7 @@ private:
     std::vector<int> host_labels_;
 };
 
-class LoopbackTransport final : public Transport {
+class LoopbackTransport final : public Transport, public PublishSlots, public PeerMemory, public KeyedMemory {
 public:
     LoopbackTransport(std::shared_ptr<LoopbackHub> hub, int rank);
     ~LoopbackTransport() override;
@@ -124,7 +124,9 @@ public:
     const char* name() const override { return "loopback"; }
     void notify(int peer, const std::string& notice) override;
     bool poll_notice(int* source, std::string* notice) override;
+    PublishSlots* slots() override { return hub_->slot_bytes_ ? this : nullptr; }
     size_t slot_bytes() const override { return hub_->slot_bytes_; }
+    size_t slot_line() const override { return 0; }
     char* slot(int rank, uint64_t n) override;
     bool slot_free(uint64_t n) override;
     void publish(uint64_t n) override;
@@ -132,10 +134,10 @@ public:
     void slot_done(uint64_t n) override;
     void slot_memory(void** base, size_t* bytes) const override;
     bool device_memory() const override { return hub_->direct_; }
-    bool one_sided() const override { return hub_->one_sided_; }
+    PeerMemory* peer_memory() override { return hub_->one_sided_ ? this : nullptr; }
     void get(int peer, void* dst, uint64_t remote, size_t bytes) override;
     void put(int peer, uint64_t remote, const void* src, size_t bytes) override;
-    bool rma() const override { return hub_->rma_; }
+    KeyedMemory* keyed_memory() override { return hub_->rma_ ? this : nullptr; }
     size_t rma_register(void* addr, size_t bytes, void* key, uint64_t* region) override;
     void rma_release(uint64_t region) override;
     Handle rma_get(int peer, void* dst, uint64_t remote, size_t bytes, const void* key, size_t key_bytes) override;

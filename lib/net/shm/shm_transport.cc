@@ -20,7 +20,6 @@ namespace chorus::net {
 
 static_assert(Transport::kSlots == shm::kPubSlots, "the transport's slot count is the segment's");
 
-
 ShmTransport::ShmTransport(std::unique_ptr<Transport> inner, size_t eager_bytes, std::vector<int> local_index,
                            void* segment, std::vector<int> pids, size_t mapped_bytes)
     : inner_(std::move(inner)), eager_(eager_bytes < kMaxEager ? eager_bytes : kMaxEager), mapped_bytes_(mapped_bytes) {
@@ -365,13 +364,13 @@ void ShmTransport::slot_memory(void** base, size_t* bytes) const {
 }
 
 void ShmTransport::get(int peer, void* dst, uint64_t remote, size_t bytes) {
-    if (!one_sided_) Transport::get(peer, dst, remote, bytes);
+    if (!one_sided_) fail(CHORUS_ERR_INTERNAL, "shared memory: no one-sided read of rank ", peer, "'s memory");
     if (dead_ >= 0) peer_failed();
     cma::read(peers_[peer].pid, peer, dst, remote, bytes);
 }
 
 void ShmTransport::put(int peer, uint64_t remote, const void* src, size_t bytes) {
-    if (!one_sided_) Transport::put(peer, remote, src, bytes);
+    if (!one_sided_) fail(CHORUS_ERR_INTERNAL, "shared memory: no one-sided write into rank ", peer, "'s memory");
     if (dead_ >= 0) peer_failed();
     cma::write(peers_[peer].pid, peer, remote, src, bytes);
 }

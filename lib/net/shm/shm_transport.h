@@ -43,7 +43,7 @@
 
 namespace chorus::net {
 
-class ShmTransport final : public Transport {
+class ShmTransport final : public Transport, public PublishSlots, public PeerMemory, public KeyedMemory {
 public:
     // The largest eager_bytes: beyond, UCX's single copy (CMA) wins.
     static constexpr size_t kMaxEager = 256 * 1024;
@@ -89,9 +89,8 @@ public:
     bool poll_notice(int* source, std::string* notice) override { return inner_->poll_notice(source, notice); }
     void flush_notices(int ms) override { inner_->flush_notices(ms); }
 
-    // The slot calls are defined here, so that a caller that knows the
-    // transport is this one (exec/inline_run.cc) runs them inline: a small
-    // collective is a handful of them.
+    // The publish slots, when every rank of the communicator is on this host.
+    PublishSlots* slots() override { return all_local_ ? this : nullptr; }
     size_t slot_bytes() const override { return all_local_ ? shm::kPubBytes : 0; }
     size_t slot_line() const override { return shm::kPubLine; }
     char* slot(int rank, uint64_t n) override { return areas_[rank]->slots[n % shm::kPubSlots].data; }
@@ -121,7 +120,7 @@ public:
 
     // Cross-memory attach (shm/cma.h), when create() found it works between
     // every pair of ranks, all on this host.
-    bool one_sided() const override { return one_sided_; }
+    PeerMemory* peer_memory() override { return one_sided_ ? this : nullptr; }
     // Single-copy access between the local ranks (their pids given): messages
     // past eager_bytes between them go by rendezvous (`rendezvous`), and
     // get()/put() work (`one_sided`: every rank is local). Every rank of the
@@ -132,18 +131,19 @@ public:
     }
     void get(int peer, void* dst, uint64_t remote, size_t bytes) override;
     void put(int peer, uint64_t remote, const void* src, size_t bytes) override;
-    // Keyed access is the inner transport's (UCX RMA).
-    bool rma() const override { return inner_->rma(); }
+    // Keyed access is the inner transport's (UCX RMA), its handles wrapped
+    // so that this transport's test() completes them.
+    KeyedMemory* keyed_memory() override { return inner_->keyed_memory() ? this : nullptr; }
     size_t rma_register(void* addr, size_t bytes, void* key, uint64_t* region) override {
-        return inner_->rma_register(addr, bytes, key, region);
+        return inner_->keyed_memory()->rma_register(addr, bytes, key, region);
     }
-    void rma_release(uint64_t region) override { inner_->rma_release(region); }
+    void rma_release(uint64_t region) override { inner_->keyed_memory()->rma_release(region); }
     Handle rma_get(int peer, void* dst, uint64_t remote, size_t bytes, const void* key, size_t key_bytes) override {
-        return wrap(inner_->rma_get(peer, dst, remote, bytes, key, key_bytes), peer);
+        return wrap(inner_->keyed_memory()->rma_get(peer, dst, remote, bytes, key, key_bytes), peer);
     }
     Handle rma_put(int peer, uint64_t remote, const void* src, size_t bytes, const void* key,
                    size_t key_bytes) override {
-        return wrap(inner_->rma_put(peer, remote, src, bytes, key, key_bytes), peer);
+        return wrap(inner_->keyed_memory()->rma_put(peer, remote, src, bytes, key, key_bytes), peer);
     }
 
 private:

@@ -422,15 +422,15 @@ void UcxTransport::check_peers() {
 
 size_t UcxTransport::rma_register(void* addr, size_t bytes, void* key, uint64_t* region) {
     if (!rma_) return 0;
-    return context_->registrations()->acquire(addr, bytes, key, kMaxKey, region);
+    return context_->registrations()->acquire(addr, bytes, key, KeyedMemory::kMaxKey, region);
 }
 
 void UcxTransport::rma_release(uint64_t region) {
     context_->registrations()->release(region);
 }
 
-Handle UcxTransport::rma(int peer, bool is_get, void* local, uint64_t remote, size_t bytes, const void* key) {
-    if (!rma_) return Transport::rma_get(peer, local, remote, bytes, key, 0);
+Handle UcxTransport::access(int peer, bool is_get, void* local, uint64_t remote, size_t bytes, const void* key) {
+    if (!rma_) fail(CHORUS_ERR_INTERNAL, "ucx transport: no keyed access to rank ", peer, "'s memory");
     check_peer(peer);
     ucp_ep_h ep = endpoint(peer);
     ucp_rkey_h rkey = nullptr;

@@ -31,14 +31,14 @@
 
 namespace chorus::net {
 
-class UcxTransport final : public Transport {
+class UcxTransport final : public Transport, public KeyedMemory {
 public:
-    // Where RMA is offered (rma()): nowhere, only when the communicator
+    // Where RMA is offered (keyed_memory()): nowhere, only when the communicator
     // spans hosts, or always (every rank's UCX offering it).
     enum class RmaUse { Off, BetweenHosts, Always };
     // Collective over `boot`, all or nothing: if creating the worker fails
     // on any rank, it throws on every rank. With `peer_errors`, endpoints
-    // use UCX's peer failure detection. rma() is true where `rma_use` asks
+    // use UCX's peer failure detection. RMA is offered where `rma_use` asks
     // for it and every rank's UCX offers RMA.
     UcxTransport(Bootstrap& boot, bool peer_errors, RmaUse rma_use = RmaUse::BetweenHosts);
     // Local: closes this rank's endpoints in flush mode; what does not
@@ -72,18 +72,18 @@ public:
     void flush_notices(int ms) override;
     // UCX RMA, where every rank's context offers it and the communicator
     // wants it (agreed at creation).
-    bool rma() const override { return rma_; }
+    KeyedMemory* keyed_memory() override { return rma_ ? this : nullptr; }
     size_t rma_register(void* addr, size_t bytes, void* key, uint64_t* region) override;
     void rma_release(uint64_t region) override;
     Handle rma_get(int peer, void* dst, uint64_t remote, size_t bytes, const void* key, size_t) override {
-        return rma(peer, true, dst, remote, bytes, key);
+        return access(peer, true, dst, remote, bytes, key);
     }
     Handle rma_put(int peer, uint64_t remote, const void* src, size_t bytes, const void* key, size_t) override {
-        return rma(peer, false, const_cast<void*>(src), remote, bytes, key);
+        return access(peer, false, const_cast<void*>(src), remote, bytes, key);
     }
 
 private:
-    Handle rma(int peer, bool is_get, void* local, uint64_t remote, size_t bytes, const void* key);
+    Handle access(int peer, bool is_get, void* local, uint64_t remote, size_t bytes, const void* key);
     ucp_ep_h endpoint(int peer);
     // The tag on the wire: the sequence number rotated by this epoch's shift.
     Tag wire(Tag tag) const {
