@@ -44,22 +44,20 @@
 !     character(len=:), allocatable; chorus_comm_last_error's comm is
 !     optional (absent: the error of a call that had no valid communicator).
 !
-! The pieces: chorus_core.F90 (constants, handles, communicators, requests,
-! the reductions and chorus_allgather), chorus_movement.f90 (the other
-! data-movement collectives and chorus_barrier), chorus_c.f90 (the bind(C)
-! interfaces of chorus.h they call). This module puts them together.
+! The pieces: chorus_core.F90 (constants, handles, communicators, requests),
+! and two files that bindings.py generates at build time from its table of
+! chorus.h's functions: chorus_collectives.f90 (the wrappers of every
+! collective and its nonblocking twin) and chorus_c.f90 (the bind(C)
+! interfaces through which both call C). This module puts them together.
 !
-! To add a collective of chorus.h (say one and its nonblocking twin), copy
-! the three pieces of the closest existing one:
-!   1. its names in the `public` list of chorus_core.F90 or
-!      chorus_movement.f90;
-!   2. its bind(C) interface in chorus_c.f90 (buffers as type(c_ptr));
-!   3. its wrapper in the same file as 1: the same arguments with Fortran
-!      buffers, passing c_loc(buf) and comm%ptr (nonblocking ones first check
-!      that their buffers are contiguous, through contiguous_buffers()).
+! To add a collective of chorus.h (and its nonblocking twin), add its row to
+! COLLECTIVES in bindings.py: its name and its arguments' names in C's order
+! (a new argument name also gets an entry in ARGUMENTS there). Any other
+! function: its interface in OTHERS there, its wrapper and its name in the
+! `public` list of chorus_core.F90.
 module chorus
   use chorus_core
-  use chorus_movement
+  use chorus_collectives
   implicit none
   ! Shared by the pieces, not for callers.
   private :: contiguous_buffers
