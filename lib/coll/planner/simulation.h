@@ -100,6 +100,31 @@ private:
     };
     static_assert(sizeof(Node) == 32, "a step is half a cache line");
 
+    // The parts of simulate (simulation.cc says more of each): the pairs it
+    // needs, its state as it runs (Run), the order of the ranks' turns, the
+    // steps ready from the start, then the events as they come, and when
+    // none is left, a step parked for its own rank released.
+    struct Run;
+    void pair_for(Outside outside);
+    void take_turns(Run& run) const;
+    void first_steps(Run& run);
+    void run_events(Run& run);
+    bool release_stuck(Run& run);
+    // Step s, whose dependencies are done, by its kind: on its rank's CPU,
+    // waiting for another step, or a transfer with a rank not simulated or
+    // with a simulated one.
+    void step(Run& run, uint32_t s);
+    void local_step(Run& run, uint32_t s);
+    void wait_for(Run& run, uint32_t s);
+    void with_outside(Run& run, uint32_t s);
+    void meet(Run& run, uint32_t s);
+    // What follows a step: a receive's data (an await's slot) arriving, a
+    // step done, a step that others are parked on happening, parking one.
+    void arrive(Run& run, uint32_t s, double leaves);
+    void complete(Run& run, uint32_t s, double t);
+    void happened(Run& run, uint32_t s, double t);
+    void park(Run& run, uint32_t s, uint32_t on);
+
     int size_;
     size_t esize_;
     const HostMap* hosts_;
