@@ -8,6 +8,8 @@
 # one that should improve it.
 # Usage: tools/perf-compare.sh OLD_BUILD_DIR NEW_BUILD_DIR
 #   REPEAT=5 SIZES=4:4K COLLECTIVES="allreduce bcast ..." COLD=0 (1: --cold-cache)
+#   ITERS=20000 (timed iterations per size; 0: chorus-bench's default. A run of
+#   1000 small calls lasts a millisecond, too short to leave the noise behind)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/env.sh
@@ -17,6 +19,8 @@ repeat=${REPEAT:-5}
 sizes=${SIZES:-4:4K}
 colls=${COLLECTIVES:-"allreduce bcast reduce reduce_scatter allgather allgatherv alltoall alltoallv gather gatherv scatter scatterv barrier"}
 cold=()
+iters=${ITERS:-20000}
+[ "$iters" != 0 ] && cold+=(-i "$iters")
 [ "${COLD:-0}" = 1 ] && cold=(--cold-cache)
 raw=$(mktemp -d)
 trap 'rm -rf "$raw"' EXIT

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "core/communicator.h"
-#include "exec/inline_run.h"
 
 namespace chorus {
 
@@ -35,7 +34,7 @@ chorus_result_t Communicator::run_planned_inline(const coll::CollArgs& args, con
     Buffers b{sendbuf, recvbuf, nullptr, r.slot_op};
     uint64_t arrival = 0, *arrived = observer_.timing() ? &arrival : nullptr;
     try {
-        r.done = run_in_order(s, transport_->slots(), b, waiter_.inline_polls(), arrived);
+        r.done = run_in_place_(s, transport_->slots(), b, waiter_.inline_polls(), arrived);
         if (arrived) observer_.arrived(r.record, arrival, args);
     } catch (const Error& e) {
         if (arrived) observer_.arrived(r.record, arrival, args);

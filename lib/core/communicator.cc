@@ -144,7 +144,8 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
       waiter_(config_, transport_->local_ranks()),
       watchdog_(config_),
       observer_(config_, *transport_, ops_),
-      p2p_(*transport_, buffers_.device()) {
+      p2p_(*transport_, buffers_.device()),
+      run_in_place_(in_place_runner(*transport_)) {
     // Touch the scratch a pipelined operation needs once, up front.
     buffers_.warm(config_.chunk_bytes * static_cast<size_t>(config_.window));
     if (rank() == 0) {

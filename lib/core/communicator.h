@@ -21,6 +21,7 @@
 #include "core/schedule_cache.h"
 #include "core/waiting.h"
 #include "exec/device.h"
+#include "exec/inline_run.h"
 #include "net/bootstrap.h"
 #include "net/transport.h"
 
@@ -227,8 +228,9 @@ private:
     // Finished operations kept for reuse, executor included: a steady
     // stream of calls allocates nothing.
     std::vector<std::unique_ptr<Operation>> spare_ops_;
-    Observer observer_;  // records, traces, hang reports: reads ops_
-    PointToPoint p2p_;   // over transport_ and the device; closed before them
+    Observer observer_;           // records, traces, hang reports: reads ops_
+    PointToPoint p2p_;            // over transport_ and the device; closed before them
+    InPlaceRunner run_in_place_;  // the runner for transport_'s publish slots (exec/inline_run.h)
     bool closing_ = false;
     uint64_t next_seq_ = 0;
     uint64_t next_slot_op_ = 0;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "base/clock.h"
+#include "net/shm/shm_transport.h"
 #include "reduce/host_reducer.h"
 
 namespace chorus {
@@ -17,7 +18,8 @@ void relax() {
 #endif
 }
 
-char* at(net::PublishSlots* t, const Buffers& b, Region r) {
+template <typename T>
+char* at(T* t, const Buffers& b, Region r) {
     switch (r.buf) {
         case Buf::Send: return const_cast<char*>(static_cast<const char*>(b.send)) + r.offset;
         case Buf::Recv: return static_cast<char*>(b.recv) + r.offset;
@@ -33,8 +35,8 @@ char* at(net::PublishSlots* t, const Buffers& b, Region r) {
 // caller yields (Waiter), and a pause would only delay that.
 // kTimed: with the arrival stamp (a copy of its own, so that an untimed
 // call tests nothing for it).
-template <bool kTimed>
-size_t run_steps(const Schedule& s, net::PublishSlots* t, const Buffers& b, unsigned polls, uint64_t* arrived) {
+template <bool kTimed, typename T>
+size_t run_steps(const Schedule& s, T* t, const Buffers& b, unsigned polls, uint64_t* arrived) {
     const bool pause = polls >= 1024;
     const auto& steps = s.steps();
     // The arrival stamp, once: a peer waits for this rank's publish, not for
@@ -103,10 +105,20 @@ size_t run_steps(const Schedule& s, net::PublishSlots* t, const Buffers& b, unsi
     return steps.size();
 }
 
+template <typename T>
+size_t run_on(const Schedule& s, net::PublishSlots* slots, const Buffers& b, unsigned polls, uint64_t* arrived) {
+    T* t = static_cast<T*>(slots);
+    return arrived ? run_steps<true>(s, t, b, polls, arrived) : run_steps<false>(s, t, b, polls, nullptr);
+}
 }  // namespace
 
 size_t run_in_order(const Schedule& s, net::PublishSlots* slots, const Buffers& b, unsigned polls, uint64_t* arrived) {
-    return arrived ? run_steps<true>(s, slots, b, polls, arrived) : run_steps<false>(s, slots, b, polls, nullptr);
+    return run_on<net::PublishSlots>(s, slots, b, polls, arrived);
+}
+
+InPlaceRunner in_place_runner(net::Transport& t) {
+    if (dynamic_cast<net::ShmTransport*>(&t)) return run_on<net::ShmTransport>;
+    return run_on<net::PublishSlots>;
 }
 
 }  // namespace chorus

@@ -26,5 +26,12 @@ namespace chorus {
 // slots).
 size_t run_in_order(const Schedule& s, net::PublishSlots* slots, const Buffers& b, unsigned polls,
                     uint64_t* arrived = nullptr);
+// run_in_order for the publish slots of one kind of transport, chosen once
+// per communicator: the shared-memory transport's slot calls inline (its
+// class is final; a small collective is a handful of them), any other's
+// through PublishSlots. `slots` must be that transport's.
+using InPlaceRunner = size_t (*)(const Schedule& s, net::PublishSlots* slots, const Buffers& b, unsigned polls,
+                                 uint64_t* arrived);
+InPlaceRunner in_place_runner(net::Transport& t);
 
 }  // namespace chorus
