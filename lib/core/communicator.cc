@@ -114,13 +114,19 @@ std::unique_ptr<Communicator> Communicator::create(net::Bootstrap& boot) {
         config.one_sided == OneSidedAccess::Off    ? net::UcxTransport::RmaUse::Off
         : config.one_sided == OneSidedAccess::Keys ? net::UcxTransport::RmaUse::Always
                                                    : net::UcxTransport::RmaUse::BetweenHosts);
+    // ShmTransport::create returns the transport it was given, or a shared
+    // memory transport in front of it: calls then run in place on its slots
+    // with its slot calls inline.
+    const net::Transport* ucx = transport.get();
     transport = net::ShmTransport::create(boot, std::move(transport), config.shm_eager_bytes, config.shm_rendezvous,
                                           config.one_sided == OneSidedAccess::Auto);
+    const bool shm = transport.get() != ucx;
     std::unique_ptr<Communicator> c;
     net::allgather_agreed(boot, [&] {
         if (config.inject == "create")
             fail(CHORUS_ERR_TRANSPORT, "failure injected at creation (CHORUS_INJECT_FAILURE=create)");
         c = std::make_unique<Communicator>(std::move(transport), config);
+        if (shm) c->run_in_place_ = run_in_order_on<net::ShmTransport>;
         return std::string();
     });
     c->id_ = id;
@@ -145,7 +151,7 @@ Communicator::Communicator(std::unique_ptr<net::Transport> transport, const Conf
       watchdog_(config_),
       observer_(config_, *transport_, ops_),
       p2p_(*transport_, buffers_.device()),
-      run_in_place_(in_place_runner(*transport_)) {
+      run_in_place_(run_in_order) {
     // Touch the scratch a pipelined operation needs once, up front.
     buffers_.warm(config_.chunk_bytes * static_cast<size_t>(config_.window));
     if (rank() == 0) {

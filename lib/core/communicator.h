@@ -228,9 +228,11 @@ private:
     // Finished operations kept for reuse, executor included: a steady
     // stream of calls allocates nothing.
     std::vector<std::unique_ptr<Operation>> spare_ops_;
-    Observer observer_;           // records, traces, hang reports: reads ops_
-    PointToPoint p2p_;            // over transport_ and the device; closed before them
-    InPlaceRunner run_in_place_;  // the runner for transport_'s publish slots (exec/inline_run.h)
+    Observer observer_;  // records, traces, hang reports: reads ops_
+    PointToPoint p2p_;   // over transport_ and the device; closed before them
+    // How calls run in place on transport_'s publish slots (exec/inline_run.h):
+    // run_in_order, or its instance for the transport's final class.
+    InPlaceRunner run_in_place_;
     bool closing_ = false;
     uint64_t next_seq_ = 0;
     uint64_t next_slot_op_ = 0;
