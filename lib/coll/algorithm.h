@@ -158,10 +158,7 @@ struct PlanContext {
 };
 
 struct CollArgs : Call, Abilities, PlanContext {
-    Call& call() { return *this; }
-    const Call& call() const { return *this; }
     Abilities& abilities() { return *this; }
-    const Abilities& abilities() const { return *this; }
     // The receive blocks with elements, in rank order: `held` if set, else
     // found into `scratch` (O(size)).
     const std::vector<int>& held_blocks(std::vector<int>& scratch) const;
