@@ -67,9 +67,8 @@
 #ifndef CHORUS_H
 #define CHORUS_H
 
-#include <stddef.h>
-
 #include <mpi.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -175,8 +174,8 @@ chorus_result_t chorus_comm_create(MPI_Comm mpi_comm, chorus_comm_t* comm);
  * communicator without MPI (chorus_comm_create_oob): e.g. over torch's c10d
  * Store in a torchrun job, where nobody calls MPI_Init. */
 typedef struct {
-    int rank;   /* this process's rank, 0 <= rank < size */
-    int size;   /* number of ranks */
+    int rank; /* this process's rank, 0 <= rank < size */
+    int size; /* number of ranks */
     /* Allgather: every rank calls it with the same `bytes`; `recvbuf` receives size * bytes,
      * rank i's `sendbuf` at i * bytes. Returns 0 on success, non-zero on failure
      * (e.g. a timeout of the underlying store). Called only from inside chorus_comm_create_oob,
@@ -260,16 +259,14 @@ chorus_result_t chorus_comm_size(chorus_comm_t comm, int* size);
  * with `op` of all ranks' `sendbuf` (`count` elements of `datatype`).
  * In place when sendbuf == recvbuf: the input is taken from recvbuf.
  * Otherwise the two buffers must not overlap. */
-chorus_result_t chorus_allreduce(const void* sendbuf, void* recvbuf, size_t count,
-                                 chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm,
-                                 void* stream);
+chorus_result_t chorus_allreduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                                 chorus_op_t op, chorus_comm_t comm, void* stream);
 
 /* Nonblocking all-reduce. Returns at once with a request that completes
  * through chorus_test() or chorus_wait(). The buffers must stay untouched
  * until the request completes. */
-chorus_result_t chorus_iallreduce(const void* sendbuf, void* recvbuf, size_t count,
-                                  chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm,
-                                  void* stream, chorus_request_t* request);
+chorus_result_t chorus_iallreduce(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
+                                  chorus_op_t op, chorus_comm_t comm, void* stream, chorus_request_t* request);
 
 /* Progress every operation in flight on the request's communicator
  * (collectives and point-to-point messages alike) and set *done to 1 if
@@ -285,8 +282,8 @@ chorus_result_t chorus_wait(chorus_request_t request);
 /* Broadcast: the root's `sendbuf` (count elements) is copied into every
  * rank's `recvbuf`, the root's included. `sendbuf` is read on the root only
  * (other ranks may pass NULL). In place when sendbuf == recvbuf on the root. */
-chorus_result_t chorus_broadcast(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
-                                 int root, chorus_comm_t comm, void* stream);
+chorus_result_t chorus_broadcast(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype, int root,
+                                 chorus_comm_t comm, void* stream);
 chorus_result_t chorus_ibroadcast(const void* sendbuf, void* recvbuf, size_t count, chorus_datatype_t datatype,
                                   int root, chorus_comm_t comm, void* stream, chorus_request_t* request);
 
@@ -303,11 +300,10 @@ chorus_result_t chorus_ireduce(const void* sendbuf, void* recvbuf, size_t count,
  * reduction of block r over all ranks. In place when sendbuf == recvbuf (as
  * MPI_IN_PLACE): the input is read from recvbuf, which then must hold all the
  * blocks, and the result is written at its start. */
-chorus_result_t chorus_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
-                                      chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm, void* stream);
-chorus_result_t chorus_ireduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount,
-                                       chorus_datatype_t datatype, chorus_op_t op, chorus_comm_t comm, void* stream,
-                                       chorus_request_t* request);
+chorus_result_t chorus_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount, chorus_datatype_t datatype,
+                                      chorus_op_t op, chorus_comm_t comm, void* stream);
+chorus_result_t chorus_ireduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount, chorus_datatype_t datatype,
+                                       chorus_op_t op, chorus_comm_t comm, void* stream, chorus_request_t* request);
 
 /* Reduce-scatter with irregular blocks: block i has recvcounts[i] elements
  * (zeros allowed) and starts after blocks 0..i-1. `recvcounts` has one entry
@@ -492,8 +488,8 @@ chorus_result_t chorus_send(const void* buf, size_t count, chorus_datatype_t dat
 /* Receive the next message from rank `peer` with `tag` into `buf`, of
  * exactly `count` elements of `datatype` (in bytes). Returns once it is in
  * `buf`. */
-chorus_result_t chorus_recv(void* buf, size_t count, chorus_datatype_t datatype, int peer, int tag,
-                            chorus_comm_t comm, void* stream);
+chorus_result_t chorus_recv(void* buf, size_t count, chorus_datatype_t datatype, int peer, int tag, chorus_comm_t comm,
+                            void* stream);
 
 /* Nonblocking send: as chorus_send, with a request (complete at once) that
  * chorus_test or chorus_wait releases. */
@@ -504,8 +500,58 @@ chorus_result_t chorus_isend(const void* buf, size_t count, chorus_datatype_t da
  * through chorus_test() or chorus_wait() once the data is in `buf` (which
  * must stay untouched until then). Receives posted earlier for the same
  * (peer, tag) are matched first. */
-chorus_result_t chorus_irecv(void* buf, size_t count, chorus_datatype_t datatype, int peer, int tag,
-                             chorus_comm_t comm, void* stream, chorus_request_t* request);
+chorus_result_t chorus_irecv(void* buf, size_t count, chorus_datatype_t datatype, int peer, int tag, chorus_comm_t comm,
+                             void* stream, chorus_request_t* request);
+
+/* ------------------------------------------------------------------------
+ * Mapped memory and windows: single-copy collectives.
+ *
+ * Memory from chorus_mem_alloc can be mapped by the other processes of its
+ * host (it is backed by a memory file). A collective whose buffers lie in
+ * such memory on every rank of a host lets each rank read its peers'
+ * inputs in place, reduce them as it reads, and write results straight
+ * into their outputs: each byte moves once, at the rate of a plain copy,
+ * without a system call per transfer (docs/performance.md). Buffers
+ * elsewhere work as always; any mix of the two is correct.
+ *
+ * Registering a region as a window of a communicator (collective) maps
+ * every rank's region into its peers at once and, from then on, lets the
+ * cost model count on single-copy access: a blocking call of at least
+ * CHORUS_MAPPED_MIN bytes first agrees, among the ranks (a 4-byte
+ * all-reduce), whether every rank's buffers lie in mapped memory, and is
+ * then planned accordingly (CHORUS_ALGO can force the one-sided
+ * algorithms). Nonblocking calls do not agree (their start never waits for
+ * a peer) and are planned as unmapped; their one-sided steps still read
+ * mapped peers in place.
+ * ------------------------------------------------------------------------ */
+
+/* Allocate `bytes` (rounded up to whole pages) of zeroed host memory that
+ * the host's ranks can map. Local. CHORUS_ERR_INVALID_ARGUMENT for a zero
+ * size or a null `ptr`; CHORUS_ERR_OUT_OF_MEMORY if the system refuses
+ * (the reason in chorus_comm_last_error(NULL)). */
+chorus_result_t chorus_mem_alloc(size_t bytes, void** ptr);
+
+/* Free memory from chorus_mem_alloc (NULL: nothing). Local, and allowed
+ * while the region is registered: the window then stays until
+ * deregistered, its memory is never read again, and peers let go of their
+ * mappings of it. CHORUS_ERR_INVALID_ARGUMENT for a pointer that is not the
+ * start of such memory. */
+chorus_result_t chorus_mem_free(void* ptr);
+
+/* 1 when [ptr, ptr + bytes) lies in one allocation of chorus_mem_alloc,
+ * else 0. Local. */
+int chorus_mem_mapped(const void* ptr, size_t bytes);
+
+/* Register [ptr, ptr + bytes) of this rank (inside one chorus_mem_alloc
+ * allocation) as a window of `comm`. Collective: every rank registers its
+ * own region, of any size, and all succeed or all fail
+ * (CHORUS_ERR_INVALID_ARGUMENT when a rank's region is not mapped memory,
+ * is empty, or starts where one of its windows does). */
+chorus_result_t chorus_comm_register(chorus_comm_t comm, void* ptr, size_t bytes);
+
+/* Deregister the window that starts at `ptr` on this rank. Collective; all
+ * succeed or all fail. Windows end with their communicator. */
+chorus_result_t chorus_comm_deregister(chorus_comm_t comm, void* ptr);
 
 /* ------------------------------------------------------------------------
  * Memory and settings, for tools built on Chorus (the MPI interposer

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "chorus.h"
+
 namespace bench {
 
 namespace {
@@ -49,13 +51,17 @@ size_t ColdRing::arena_bytes(size_t set_bytes) {
 }
 
 ColdRing::~ColdRing() {
-    std::free(arena_);
+    if (mapped_)
+        chorus_mem_free(arena_);
+    else
+        std::free(arena_);
 }
 
-bool ColdRing::allocate(size_t max_set_bytes, std::string& error) {
+bool ColdRing::allocate(size_t max_set_bytes, std::string& error, bool mapped) {
     arena_bytes_ = arena_bytes(max_set_bytes);
     void* p = nullptr;
-    if (posix_memalign(&p, kPage, arena_bytes_) != 0) {
+    mapped_ = mapped;
+    if (mapped ? chorus_mem_alloc(arena_bytes_, &p) != CHORUS_SUCCESS : posix_memalign(&p, kPage, arena_bytes_) != 0) {
         error = "--cold-cache: cannot allocate " + std::to_string(arena_bytes_ >> 20) + " MiB of buffers";
         return false;
     }

@@ -26,8 +26,12 @@ public:
 
     // Allocate and touch arena_bytes(max_set_bytes) bytes; false (with
     // `error`) when the memory is not there.
-    bool allocate(size_t max_set_bytes, std::string& error);
+    // With `mapped`, from chorus_mem_alloc (--mapped).
+    bool allocate(size_t max_set_bytes, std::string& error, bool mapped = false);
     bool active() const { return arena_ != nullptr; }
+    // The whole arena (to register it as a window).
+    void* arena() const { return arena_; }
+    size_t arena_size() const { return arena_bytes_; }
 
     // Cut the arena into sets of an `a_bytes` and a `b_bytes` buffer (b may
     // be 0: in place) and fill every set from `input` (a_bytes).
@@ -43,6 +47,7 @@ private:
 
     char* arena_ = nullptr;
     size_t arena_bytes_ = 0;
+    bool mapped_ = false;
     const void* input_ = nullptr;
     size_t a_bytes_ = 0, b_bytes_ = 0, b_offset_ = 0, stride_ = 0, sets_ = 0;
     size_t turn_ = 0;

@@ -13,7 +13,7 @@ namespace bench {
 
 namespace {
 
-enum LongOnly { kNoMpi = 256, kCsv, kJson, kColdCache };
+enum LongOnly { kNoMpi = 256, kCsv, kJson, kColdCache, kMapped };
 
 bool parse_int(const char* text, long lo, int& out) {
     if (!text || !*text) return false;
@@ -113,6 +113,11 @@ void print_usage(FILE* out, const char* prog) {
                  "                          1 GiB or two sets), each rewritten by the program after\n"
                  "                          its call: no library finds its data in a cache or its\n"
                  "                          pages pinned by the call before (host buffers only)\n"
+                 "      --mapped            buffers in mapped memory (chorus_mem_alloc), registered\n"
+                 "                          as windows of the communicator (single-copy collectives;\n"
+                 "                          MPI runs on the same buffers), and a Copy(GB/s) column:\n"
+                 "                          every rank copying the message size at once, a ceiling\n"
+                 "                          (host buffers only)\n"
                  "      --csv FILE          also write the results as CSV\n"
                  "      --json FILE         also write the results as JSON\n"
                  "  -h, --help              this help\n"
@@ -147,6 +152,7 @@ ParseStatus parse_options(int argc, char** argv, Options& o, std::string& error)
         {"nonblocking", no_argument, nullptr, 'n'},
         {"no-mpi", no_argument, nullptr, kNoMpi},
         {"cold-cache", no_argument, nullptr, kColdCache},
+        {"mapped", no_argument, nullptr, kMapped},
         {"csv", required_argument, nullptr, kCsv},
         {"json", required_argument, nullptr, kJson},
         {"help", no_argument, nullptr, 'h'},
@@ -191,6 +197,7 @@ ParseStatus parse_options(int argc, char** argv, Options& o, std::string& error)
             case 'n': o.nonblocking = true; break;
             case kNoMpi: o.compare_mpi = false; break;
             case kColdCache: o.cold_cache = true; break;
+            case kMapped: o.mapped = true; break;
             case kCsv: o.csv_path = optarg; break;
             case kJson: o.json_path = optarg; break;
             case 'h': return ParseStatus::kHelp;
@@ -217,6 +224,10 @@ ParseStatus parse_options(int argc, char** argv, Options& o, std::string& error)
     }
     if (!(o.op = find_op(op))) {
         error = "unknown op '" + op + "' (want one of: " + op_names() + ")";
+        return ParseStatus::kError;
+    }
+    if (o.mapped && o.device != "host") {
+        error = "--mapped takes host buffers only (not -d " + o.device + ")";
         return ParseStatus::kError;
     }
     if (o.cold_cache && o.device != "host") {

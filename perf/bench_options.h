@@ -23,6 +23,7 @@ struct Options {
     bool compare_mpi = true;
     bool nonblocking = false;  // -n: the i-calls, and their overlap with computation
     bool cold_cache = false;
+    bool mapped = false;  // --mapped: buffers from chorus_mem_alloc, registered as windows
     int root = 0;
     const TypeInfo* type = nullptr;
     const OpInfo* op = nullptr;

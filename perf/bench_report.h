@@ -21,6 +21,7 @@ struct RunInfo {
     int root = -1;  // -1: the collective has no root
     bool in_place = false;
     bool cold_cache = false;
+    bool mapped = false;  // --mapped: with the host copy ceiling
     bool uses_op = true;
     bool full = false;
     bool validate = false;
@@ -58,6 +59,8 @@ public:
 
 private:
     bool device() const { return info_.device == "cuda"; }
+    // A copy ceiling column: a device copy (-d cuda) or a host one (--mapped).
+    bool ceiling() const { return device() || info_.mapped; }
     RunInfo info_;
     std::vector<Row> rows_;
     FILE* csv_ = nullptr;

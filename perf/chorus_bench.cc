@@ -118,6 +118,7 @@ int main_impl(int argc, char** argv, const World& w) {
     DeviceBuffers dev;
     void* buf_a = nullptr;
     void* buf_b = nullptr;
+    void* copy_pair = nullptr;  // --mapped: the host copy ceiling's source and target
     std::string alloc_error;
     try {
         if (cuda) {
@@ -127,6 +128,12 @@ int main_impl(int argc, char** argv, const World& w) {
             if (!o.in_place) dev.b = chorus::gpu::alloc_device(std::max<size_t>(recv_bytes, 64));
             dev.copy = chorus::gpu::alloc_device(2 * max_bytes);
             dev.stream = chorus::gpu::create_stream();
+        } else if (o.mapped) {
+            // Mapped memory, and a pair of buffers for the copy ceiling.
+            if (chorus_mem_alloc(std::max<size_t>(a_bytes, 64), &buf_a) != CHORUS_SUCCESS ||
+                (!o.in_place && chorus_mem_alloc(std::max<size_t>(recv_bytes, 64), &buf_b) != CHORUS_SUCCESS) ||
+                chorus_mem_alloc(2 * std::max<size_t>(max_bytes, 64), &copy_pair) != CHORUS_SUCCESS)
+                alloc_error = chorus_comm_last_error(nullptr);
         } else {
             if (posix_memalign(&buf_a, 4096, std::max<size_t>(a_bytes, 64)) != 0) buf_a = nullptr;
             if (buf_a && !o.in_place && posix_memalign(&buf_b, 4096, std::max<size_t>(recv_bytes, 64)) != 0)
@@ -140,6 +147,10 @@ int main_impl(int argc, char** argv, const World& w) {
         if (cuda) {
             chorus::gpu::free_pinned(buf_a);
             chorus::gpu::free_pinned(buf_b);
+        } else if (o.mapped) {
+            chorus_mem_free(buf_a);
+            chorus_mem_free(buf_b);
+            chorus_mem_free(copy_pair);
         } else {
             std::free(buf_a);
             std::free(buf_b);
@@ -155,7 +166,7 @@ int main_impl(int argc, char** argv, const World& w) {
     std::memset(buf_a, 0, a_bytes);
     if (buf_b) std::memset(buf_b, 0, recv_bytes);
     ColdRing ring;
-    if (o.cold_cache && any_rank(!ring.allocate(alloc_bytes, alloc_error))) {
+    if (o.cold_cache && any_rank(!ring.allocate(alloc_bytes, alloc_error, o.mapped))) {
         free_host();
         return plain_error(alloc_error.empty() ? "--cold-cache: out of memory on another rank" : alloc_error, 2);
     }
@@ -172,6 +183,7 @@ int main_impl(int argc, char** argv, const World& w) {
     info.root = coll->has_root ? o.root : -1;
     info.in_place = o.in_place;
     info.cold_cache = o.cold_cache;
+    info.mapped = o.mapped;
     info.uses_op = coll->uses_op;
     info.full = o.full;
     info.validate = o.validate;
@@ -193,6 +205,17 @@ int main_impl(int argc, char** argv, const World& w) {
     unsetenv("CHORUS_BENCH_CORRUPT");
     chorus_comm_t comm = nullptr;
     check_chorus(chorus_comm_create(MPI_COMM_WORLD, &comm), "chorus_comm_create", 0, nullptr, w.rank);
+    if (o.mapped) {
+        // Every buffer a call may use, a window.
+        check_chorus(chorus_comm_register(comm, buf_a, std::max<size_t>(a_bytes, 64)), "chorus_comm_register", 0, comm,
+                     w.rank);
+        if (buf_b)
+            check_chorus(chorus_comm_register(comm, buf_b, std::max<size_t>(recv_bytes, 64)), "chorus_comm_register", 0,
+                         comm, w.rank);
+        if (ring.active())
+            check_chorus(chorus_comm_register(comm, ring.arena(), ring.arena_size()), "chorus_comm_register", 0, comm,
+                         w.rank);
+    }
     // Data movement compares against MPI with any type of the element's size.
     const MPI_Datatype mpi_type = coll->uses_op ? type.mpi : same_size_type(type.size);
     const bool mpi_type_ok = mpi_type != MPI_DATATYPE_NULL && (!coll->uses_op || o.op->mpi != MPI_OP_NULL);
@@ -330,6 +353,22 @@ int main_impl(int argc, char** argv, const World& w) {
             const double t0 = MPI_Wtime();
             for (int i = 0; i < iters; ++i) copy();
             chorus::gpu::synchronize_stream(dev.stream);
+            const double t = MPI_Wtime() - t0;
+            const double mine = t > 0 ? static_cast<double>(bytes) * iters / t / 1e9 : 0;
+            MPI_Reduce(&mine, &copy_gbs, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+            copy_gbs /= n;
+        }
+        if (copy_pair) {
+            // Every rank copies at once, as every rank runs the collective.
+            char* const from = static_cast<char*>(copy_pair);
+            char* const to = from + std::max<size_t>(max_bytes, 64);
+            for (int i = 0; i < std::max(warmup, 1); ++i) std::memcpy(to, from, bytes);
+            MPI_Barrier(MPI_COMM_WORLD);
+            const double t0 = MPI_Wtime();
+            for (int i = 0; i < iters; ++i) {
+                std::memcpy(to, from, bytes);
+                asm volatile("" ::: "memory");
+            }
             const double t = MPI_Wtime() - t0;
             const double mine = t > 0 ? static_cast<double>(bytes) * iters / t / 1e9 : 0;
             MPI_Reduce(&mine, &copy_gbs, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);

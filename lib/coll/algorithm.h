@@ -98,6 +98,11 @@ struct Call {
     int rank = 0;
     int size = 1;
     bool in_place = false;  // only local step ordering may depend on it
+    // Every rank's buffers lie in memory the host's ranks map into each
+    // other (chorus_mem_alloc), as the ranks agreed before the call: the
+    // one-sided steps then copy at a plain copy's rates, which only the
+    // choice of algorithm takes into account (the steps are the same).
+    bool mapped = false;
 
     // reduce_scatter: elements of block i, and where it starts in Send.
     size_t block_count(int i) const { return counts.empty() ? count : counts[i]; }

@@ -66,8 +66,18 @@ chorus_result_t Communicator::run(coll::CollArgs& args, const void* sendbuf, voi
     if (last && last->plan.algo && last->version == plans_.version() && ops_.empty() && !stream && !failed_)
         return run_planned_inline(args, last->plan, sendbuf, recvbuf);
     if (last) *last = RanInPlace{};
-    chorus_result_t rc;
     fill(args);
+    args.mapped = false;
+    if (agrees_mapped(args, stream)) {
+        chorus_result_t rc = agree_mapped(args, sendbuf, recvbuf, &args.mapped);
+        if (rc != CHORUS_SUCCESS) return rc;
+    }
+    return run_filled(args, sendbuf, recvbuf, stream, last);
+}
+
+chorus_result_t Communicator::run_filled(coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream,
+                                         RanInPlace* last) {
+    chorus_result_t rc;
     Plan plan;
     if (run_inline(args, sendbuf, recvbuf, stream, &rc, &plan, last)) return rc;
     Operation* op = start_filled(args, sendbuf, recvbuf, stream, plan.algo ? &plan : nullptr);

@@ -321,7 +321,7 @@ void Communicator::check_agreement(const coll::CollArgs& args) {
 }
 
 void Communicator::exchange(coll::Collective coll, const char* algo, size_t count, chorus_datatype_t dtype,
-                            const void* send, void* recv) {
+                            const void* send, void* recv, const char* what) {
     // The check itself has the same shape on every rank, whatever they passed.
     coll::CollArgs g;
     g.coll = coll;
@@ -332,7 +332,7 @@ void Communicator::exchange(coll::Collective coll, const char* algo, size_t coun
     Operation* op = launch(g, Plan{&a, plans_.schedule(g, a)}, send, recv);
     wait(op);
     chorus_result_t rc = release(op);
-    if (rc != CHORUS_SUCCESS) fail(rc, "CHORUS_CHECK: exchanging arguments failed: ", last_error_);
+    if (rc != CHORUS_SUCCESS) fail(rc, what, " failed: ", last_error_);
 }
 
 std::string Communicator::name() const {

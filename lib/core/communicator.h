@@ -116,6 +116,18 @@ public:
     }
     chorus_result_t release(P2pRequest* r);
 
+    // Windows (windows.cc): regions of memory the host's ranks map into each
+    // other (chorus_mem_alloc), registered by every rank at once, each rank
+    // its own. Registering maps every peer's region here at once (a call
+    // would otherwise map it at its first use); while a window is
+    // registered (CHORUS_MAPPED=auto), blocking calls first agree whether
+    // every rank's buffers are mapped memory. Both are collective and throw
+    // on every rank alike: a region not in mapped memory or registered
+    // already, or a region never registered (CHORUS_ERR_INVALID_ARGUMENT).
+    void register_window(void* base, size_t bytes);
+    void deregister_window(void* base);
+    size_t windows() const { return windows_.size(); }
+
     // For messages: "comm 3 (4 ranks)"; the number is the same on every rank.
     std::string name() const;
     // Called while wait() idles, every kIdleEvery polls without progress.
@@ -211,9 +223,24 @@ private:
     // collectives whose counts agree pair by pair, those counts).
     void check_agreement(const coll::CollArgs& args);
     // Run `coll` with `algo` on host buffers and wait for it (the check's own
-    // traffic: the same shape on every rank).
+    // traffic, a window's registration: the same shape on every rank).
+    // `what` names it in the error.
     void exchange(coll::Collective coll, const char* algo, size_t count, chorus_datatype_t dtype, const void* send,
-                  void* recv);
+                  void* recv, const char* what = "CHORUS_CHECK: exchanging arguments");
+    // Whether this call first agrees on mapped memory (windows.cc).
+    bool agrees_mapped(const coll::CollArgs& args, const void* stream) const;
+    // The agreement: true in *mapped when every rank's buffers of the call
+    // lie in mapped memory (a 4-byte all-reduce among the ranks).
+    chorus_result_t agree_mapped(const coll::CollArgs& args, const void* sendbuf, const void* recvbuf, bool* mapped);
+    // run() after the fast path, `args` filled.
+    chorus_result_t run_filled(coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream,
+                               RanInPlace* last);
+    struct Window {
+        void* base;
+        size_t bytes;
+        std::vector<uint64_t> serials;  // every rank's allocation
+    };
+    std::vector<Window> windows_;
 
     Config config_;
     std::unique_ptr<net::Bootstrap> boot_;  // before the transport: it outlives it

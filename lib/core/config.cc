@@ -127,6 +127,7 @@ std::string show_bytes(size_t b) {
 
 // Settings with named values, in the order of their enums.
 constexpr const char* kOneSidedNames[] = {"auto", "keys", "off"};
+constexpr const char* kMappedNames[] = {"auto", "always", "off"};
 constexpr const char* kInterceptNames[] = {"faster", "all", "device", "none"};
 
 // The enum value `value` names (its index in `names`), or a configuration
@@ -219,6 +220,14 @@ const std::vector<Setting> kSettings = {
          c.one_sided = parse_named<OneSidedAccess>(n, v, kOneSidedNames);
      },
      [](const Config& c) { return std::string(kOneSidedNames[static_cast<int>(c.one_sided)]); }},
+    {"CHORUS_MAPPED", true,
+     [](Config& c, const std::string& n, const std::string& v) {
+         c.mapped = parse_named<MappedCalls>(n, v, kMappedNames);
+     },
+     [](const Config& c) { return std::string(kMappedNames[static_cast<int>(c.mapped)]); }},
+    {"CHORUS_MAPPED_MIN", true,
+     [](Config& c, const std::string& n, const std::string& v) { c.mapped_min_bytes = parse_bytes(v, n); },
+     [](const Config& c) { return show_bytes(c.mapped_min_bytes); }},
     {"CHORUS_STAGING", false,
      [](Config& c, const std::string& n, const std::string& v) {
          if (v != "auto" && v != "always") fail(CHORUS_ERR_CONFIG, n, "='", v, "': expected auto or always");

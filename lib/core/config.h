@@ -27,6 +27,14 @@ enum class InterceptPolicy { Faster, All, Device, None };
 // (no one-sided algorithms).
 enum class OneSidedAccess { Auto, Keys, Off };
 
+// Which blocking calls first agree whether every rank's buffers lie in
+// mapped memory (chorus_mem_alloc), so that the choice of algorithm may
+// count on single-copy access (CHORUS_MAPPED): `auto` on communicators with
+// a registered window (chorus_comm_register), `always` on every one (the
+// MPI interposer's default: MPI_Alloc_mem gives mapped memory), `off` none.
+// Only calls of at least CHORUS_MAPPED_MIN bytes agree.
+enum class MappedCalls { Auto, Always, Off };
+
 struct Config {
     LogLevel log_level = LogLevel::Warn;      // CHORUS_LOG
     size_t chunk_bytes = 256 * 1024;          // CHORUS_CHUNK_BYTES: pipeline chunk
@@ -40,6 +48,8 @@ struct Config {
     size_t shm_eager_bytes = 8192;            // CHORUS_SHM_EAGER: largest message through Chorus's shared memory
     bool shm_rendezvous = true;               // CHORUS_SHM_RENDEZVOUS: larger ones on a host by Chorus's rendezvous
     OneSidedAccess one_sided = OneSidedAccess::Auto;  // CHORUS_ONE_SIDED
+    MappedCalls mapped = MappedCalls::Auto;           // CHORUS_MAPPED
+    size_t mapped_min_bytes = 64 * 1024;              // CHORUS_MAPPED_MIN
     bool always_stage = false;  // CHORUS_STAGING=always: stage device buffers even if UCX has CUDA
     InterceptPolicy intercept = InterceptPolicy::Faster;  // CHORUS_MPI_INTERCEPT
     bool mpi_stage_all = false;                           // CHORUS_MPI_STAGING=all: host buffers copied too

@@ -11,8 +11,8 @@ constexpr size_t kMaxCachedSchedules = 256;
 
 bool same_shape(const coll::CollArgs& a, const coll::CollArgs& b) {
     return a.coll == b.coll && a.count == b.count && a.dtype == b.dtype && a.op == b.op && a.root == b.root &&
-           a.in_place == b.in_place && a.counts == b.counts && a.displs == b.displs && a.send_counts == b.send_counts &&
-           a.send_displs == b.send_displs && a.host_sizes == b.host_sizes;
+           a.in_place == b.in_place && a.mapped == b.mapped && a.counts == b.counts && a.displs == b.displs &&
+           a.send_counts == b.send_counts && a.send_displs == b.send_displs && a.host_sizes == b.host_sizes;
 }
 }  // namespace
 

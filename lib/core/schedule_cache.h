@@ -33,6 +33,12 @@ public:
     // Changes whenever plan() makes a new plan: a caller that kept a plan
     // for arguments that have not changed since may use it while this holds.
     uint64_t version() const { return version_; }
+    // Drop the last plan and change the version (what calls agree on
+    // before planning has changed: a window registered).
+    void forget_last() {
+        last_ = Plan{};
+        ++version_;
+    }
     // The schedule of a given algorithm for these arguments (a two-stage
     // one's first stage, or with `second` its second: args.host_sizes
     // filled on the gatherer).

@@ -108,7 +108,9 @@ private:
     // region is reached) and the reply, which the transport reads or writes
     // while they are in flight, and the parts still to complete.
     struct OneSided {
-        uint64_t desc[3] = {};
+        // address, bytes, mode; for a region in mapped memory, its
+        // net::MappedRef (serial, fd, offset, size)
+        uint64_t desc[7] = {};
         uint64_t reply = 0;
         int pending = 0;
     };
@@ -147,6 +149,9 @@ private:
     void os_start(StepId s);
     void os_done(StepId s, Part part);
     void os_copy(StepId s, uint64_t remote);
+    // The copy (or the get that reduces) straight through `remote`, where
+    // this process sees the peer's region.
+    void os_copy_mapped(StepId s, char* remote);
     void os_access(StepId s);  // keyed: the get or put through the transport
     // A get's data, landed in scratch, reduced into place: at once on the
     // host (false), or queued on the device (true: the step ends later).

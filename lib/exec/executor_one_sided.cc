@@ -37,6 +37,7 @@ namespace {
 constexpr uint64_t kInPlace = 1;    // read or write the region where it is
 constexpr uint64_t kByMessage = 2;  // it travels as a message
 constexpr uint64_t kKeyed = 3;      // reach it with the key that follows (UCX RMA)
+constexpr uint64_t kMapped = 4;     // in memory the ranks map into each other: the reference follows
 // Replies.
 constexpr uint64_t kDone = 1;  // the reader or writer is done with the region
 constexpr uint64_t kPush = 2;  // send me the region's contents
@@ -72,6 +73,15 @@ void Executor::os_start(StepId s) {
     desc[0] = dev_.on_device ? 0 : reinterpret_cast<uint64_t>(resolve(st.src));
     desc[1] = st.bytes;
     desc[2] = dev_.on_device ? kByMessage : kInPlace;
+    net::MappedRef ref;
+    if (keyed_.empty() && !dev_.on_device && peer_memory_ &&
+        peer_memory_->mapped_here(resolve(st.src), st.bytes, &ref)) {
+        desc[2] = kMapped;
+        desc[3] = ref.serial;
+        desc[4] = ref.fd;
+        desc[5] = ref.offset;
+        desc[6] = ref.size;
+    }
     if (!keyed_.empty() && !dev_.on_device) {
         // Registered (or found registered) now; a region that cannot be
         // travels as a message.
@@ -127,6 +137,17 @@ void Executor::os_done(StepId s, Part part) {
                  st.kind == StepKind::Get ? "reads " : "writes ", st.bytes);
         if (desc[2] == kKeyed && !dev_.on_device) {
             os_access(s);
+            return;
+        }
+        if (desc[2] == kMapped && !dev_.on_device && keyed_.empty()) {
+            const net::MappedRef ref{desc[3], desc[4], desc[5], desc[6]};
+            if (char* base = peer_memory_->map_peer(st.peer, ref)) {
+                os_copy_mapped(s, base + ref.offset);
+            } else {
+                os_copy(s, o.desc[0]);  // cannot be mapped here: through the kernel
+            }
+            o.reply = kDone;
+            os_message(s, Part::Reply, true, &o.reply, sizeof o.reply);
             return;
         }
         if (desc[2] == kInPlace && !dev_.on_device && keyed_.empty()) {
@@ -200,6 +221,24 @@ void Executor::os_copy(StepId s, uint64_t remote) {
         else
             host_reduce(sched_->dtype(), sched_->op(), dst + off, local + off, bounce_.get(), n);
     }
+}
+
+void Executor::os_copy_mapped(StepId s, char* remote) {
+    const Step& st = sched_->steps()[s];
+    if (st.kind == StepKind::Put) {
+        host_copy(remote, resolve(st.src), st.bytes);
+        return;
+    }
+    char* dst = resolve(st.dst);
+    if (!st.count) {
+        host_copy(dst, remote, st.bytes);
+        return;
+    }
+    const char* local = resolve(st.src2);
+    if (st.remote_first)
+        host_reduce(sched_->dtype(), sched_->op(), dst, remote, local, st.count);
+    else
+        host_reduce(sched_->dtype(), sched_->op(), dst, local, remote, st.count);
 }
 
 }  // namespace chorus

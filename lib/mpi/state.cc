@@ -78,6 +78,10 @@ void initialize(State& s) {
     s.stage_all = chorus_setting("CHORUS_MPI_STAGING", &staging) == CHORUS_SUCCESS && std::strcmp(staging, "all") == 0;
     g_stage_all = s.stage_all;
     PMPI_Comm_rank(MPI_COMM_WORLD, &s.world_rank);
+    // MPI_Alloc_mem gives mapped memory (memory.cc): large collectives
+    // first agree whether every rank's buffers are in it, on every
+    // communicator (docs/configuration.md), unless the environment says.
+    setenv("CHORUS_MAPPED", "always", 0);
     init_comms();
     if (s.log_info && s.world_rank == 0) {
         std::string note;

@@ -58,11 +58,27 @@ public:
 // get() copies `bytes` at address `remote` of `peer`'s memory into `dst`,
 // put() copies `src` there; both return when the copy is done and throw
 // Error (CHORUS_ERR_PEER_FAILED when the peer is gone).
+//
+// Memory that the host's ranks map into each other (chorus_mem_alloc; see
+// shm/mapped.h) is reached without a copy through the kernel: a region in
+// it has a reference (mapped_here()), which its owner sends, and with which
+// a peer finds where it sees the region (map_peer(): its allocation's
+// start, or null when it cannot map it, and then copies by get()/put());
+// unmap_peer() lets go of a peer's allocation (a window deregistered).
+struct MappedRef {
+    uint64_t serial = 0;  // the allocation's, never reused by its process
+    uint64_t fd = 0;      // its memory file in the owner's process
+    uint64_t offset = 0;  // of the region in the allocation
+    uint64_t size = 0;    // of the allocation
+};
 class PeerMemory {
 public:
     virtual ~PeerMemory() = default;
     virtual void get(int peer, void* dst, uint64_t remote, size_t bytes) = 0;
     virtual void put(int peer, uint64_t remote, const void* src, size_t bytes) = 0;
+    virtual bool mapped_here(const void* addr, size_t bytes, MappedRef* ref) = 0;
+    virtual char* map_peer(int peer, const MappedRef& ref) = 0;
+    virtual void unmap_peer(int peer, uint64_t serial) = 0;
 };
 
 // Remote memory access with registration keys (UCX RMA: RDMA between hosts,

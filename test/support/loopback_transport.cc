@@ -75,6 +75,20 @@ void LoopbackTransport::put(int peer, uint64_t remote, const void* src, size_t b
     hub_->one_sided_bytes_ += bytes;
 }
 
+bool LoopbackTransport::mapped_here(const void* addr, size_t bytes, MappedRef* ref) {
+    if (!hub_->mapped_ || (hub_->is_device_ && hub_->is_device_(addr))) return false;
+    *ref = {reinterpret_cast<uint64_t>(addr), 0, 0, bytes};
+    return true;
+}
+
+char* LoopbackTransport::map_peer(int peer, const MappedRef& ref) {
+    if (!hub_->mapped_)
+        fail(CHORUS_ERR_INTERNAL, "loopback: a mapping of rank ", peer, "'s memory without mapped memory");
+    if (hub_->dead(peer)) return nullptr;
+    hub_->mapped_bytes_ += ref.size;
+    return reinterpret_cast<char*>(ref.serial);
+}
+
 size_t LoopbackHub::rma_registered() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return registrations_.size();

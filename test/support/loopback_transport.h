@@ -44,6 +44,12 @@ public:
     // buffers (one address space here). Reaching device memory that way is
     // an error (the executor must send it instead), and so is a dead peer.
     void enable_one_sided() { one_sided_ = true; }
+    // With single-copy access, every host buffer is also memory the ranks
+    // map into each other (PeerMemory::mapped_here): its reference is its
+    // address, which map_peer() gives back; copies through such mappings
+    // are counted apart (mapped_bytes()).
+    void enable_mapped() { mapped_ = true; }
+    size_t mapped_bytes() const { return mapped_bytes_; }
     // Keyed access to peers' memory (Transport::rma()), as UCX RMA gives it
     // between hosts: a region is registered and its key (here the
     // registration's number) sent; rma_get() and rma_put() check that the
@@ -98,6 +104,8 @@ private:
     std::function<bool(const void*)> is_device_;
     bool direct_ = false;
     bool one_sided_ = false;
+    bool mapped_ = false;
+    std::atomic<size_t> mapped_bytes_{0};
     bool rma_ = false;
     struct Registration {
         int owner;
@@ -137,6 +145,9 @@ public:
     PeerMemory* peer_memory() override { return hub_->one_sided_ ? this : nullptr; }
     void get(int peer, void* dst, uint64_t remote, size_t bytes) override;
     void put(int peer, uint64_t remote, const void* src, size_t bytes) override;
+    bool mapped_here(const void* addr, size_t bytes, MappedRef* ref) override;
+    char* map_peer(int peer, const MappedRef& ref) override;
+    void unmap_peer(int, uint64_t) override {}
     KeyedMemory* keyed_memory() override { return hub_->rma_ ? this : nullptr; }
     size_t rma_register(void* addr, size_t bytes, void* key, uint64_t* region) override;
     void rma_release(uint64_t region) override;

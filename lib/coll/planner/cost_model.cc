@@ -112,6 +112,12 @@ namespace {
 Prediction predict_stage(const Algorithm& algo, const CollArgs& args, const CostParams& given, Stage stage) {
     const int p = args.size;
     CostParams params = given;
+    if (args.mapped) {
+        // Single-copy through mappings: no system call, a copy's rates.
+        params.get_us = given.mapped_get_us;
+        params.get_gbs = given.copy_gbs;
+        params.get_reduce_gbs = given.reduce_gbs;
+    }
     if (beyond_caches(args, given)) {
         params.bandwidth_gbs = std::min(given.bandwidth_gbs, given.memory_gbs);
         params.get_gbs = std::min(given.get_gbs, given.memory_gbs);

@@ -117,6 +117,10 @@ struct CostParams {
     // 16 MiB, 60-90 us at 64 KiB): far below a plain copy's rate, and below
     // the ring's, which wins at every size there.
     double get_reduce_gbs = 1.5;
+    // The same steps on buffers every rank has mapped (Call::mapped): a
+    // get or put is a plain copy (copy_gbs) or reduction (reduce_gbs) on
+    // the reader's CPU, after this fixed cost (the descriptor's handling).
+    double mapped_get_us = 0.3;
     // Steps (about 40 bytes each in the simulation) of the ranks simulated
     // when the schedules are not symmetric; see SimMode.
     size_t max_simulated_steps = 1000000;

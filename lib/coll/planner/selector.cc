@@ -89,8 +89,8 @@ size_t Selector::quarter_class(size_t bytes) {
 const Prediction* Selector::prediction(const Algorithm& algo, const CollArgs& args, size_t bytes) {
     const size_t esize = datatype_size(args.dtype);
     const int avg = args.op == CHORUS_AVG ? 1 : 0, shape = shape_of(args);
-    auto key =
-        std::make_pair(Key{static_cast<int>(args.coll), args.size, bytes, esize, avg, args.slot_bytes, shape}, &algo);
+    auto key = std::make_pair(
+        Key{static_cast<int>(args.coll), args.size, bytes, esize, avg, args.slot_bytes, shape, args.mapped}, &algo);
     auto it = predicted_.find(key);
     if (it == predicted_.end()) {
         const CollArgs model = model_of(args, bytes, shape);
@@ -130,7 +130,8 @@ Selector::Key Selector::choice_key(const CollArgs& args) {
                datatype_size(args.dtype),
                avg,
                args.slot_bytes,
-               shape_of(args)};
+               shape_of(args),
+               args.mapped};
 }
 
 std::vector<size_t> Selector::unagreed_blocks(const CollArgs& args) {

@@ -64,8 +64,8 @@ public:
     // What a choice depends on besides the parameters (and the chunk size,
     // window and tag bits, fixed for a selector's life): (collective, ranks,
     // class or bytes, element size, AVG, slot room, all-gatherv's largest
-    // block octave).
-    using Key = std::tuple<int, int, size_t, size_t, int, size_t, int>;
+    // block octave, whether every rank's buffers are mapped: Call::mapped).
+    using Key = std::tuple<int, int, size_t, size_t, int, size_t, int, bool>;
     static Key choice_key(const CollArgs& args);
 
     // The octave of a message: floor(log2(bytes)), and 0 for 0 bytes.

@@ -87,6 +87,7 @@ std::vector<double> numbers(const CostParams& p) {
             p.get_gbs,
             p.get_us,
             p.get_reduce_gbs,
+            p.mapped_get_us,
             static_cast<double>(p.max_simulated_steps),
             p.use_symmetry ? 1.0 : 0.0};
 }

@@ -375,4 +375,10 @@ void ShmTransport::put(int peer, uint64_t remote, const void* src, size_t bytes)
     cma::write(peers_[peer].pid, peer, remote, src, bytes);
 }
 
+char* ShmTransport::map_peer(int peer, const MappedRef& ref) {
+    if (!one_sided_ || peers_[peer].pid <= 0) return nullptr;
+    if (dead_ >= 0) peer_failed();
+    return peer_maps_.map(peers_[peer].pid, ref);
+}
+
 }  // namespace chorus::net

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "net/bootstrap.h"
+#include "net/shm/mapped.h"
 #include "net/shm/shm_segment.h"
 #include "net/transport.h"
 
@@ -131,6 +132,10 @@ public:
     }
     void get(int peer, void* dst, uint64_t remote, size_t bytes) override;
     void put(int peer, uint64_t remote, const void* src, size_t bytes) override;
+    // Memory the host's ranks map into each other (shm/mapped.h).
+    bool mapped_here(const void* addr, size_t bytes, MappedRef* ref) override { return mapped::find(addr, bytes, ref); }
+    char* map_peer(int peer, const MappedRef& ref) override;
+    void unmap_peer(int peer, uint64_t serial) override { peer_maps_.drop(peers_[peer].pid, serial); }
     // Keyed access is the inner transport's (UCX RMA), its handles wrapped
     // so that this transport's test() completes them.
     KeyedMemory* keyed_memory() override { return inner_->keyed_memory() ? this : nullptr; }
@@ -220,7 +225,8 @@ private:
     uint64_t head_ = 0;             // the next cell of this rank's queue to take
     std::vector<int> blocked_;      // peers with sends waiting for free cells
     size_t mapped_bytes_ = 0;
-    int dead_ = -1;  // a local rank found dead: shared memory can no longer be trusted
+    int dead_ = -1;               // a local rank found dead: shared memory can no longer be trusted
+    mapped::PeerMaps peer_maps_;  // the local ranks' allocations mapped here
     SlotCount done_;
     int me_ = 0;                         // this rank
     std::vector<shm::SlotArea*> areas_;  // each rank's publish slots, by communicator rank (all local)
