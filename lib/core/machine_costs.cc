@@ -77,9 +77,13 @@ size_t sysfs_size(const std::string& text) {
     return 0;
 }
 
+// The shortest text that reads back as `v` exactly.
 std::string show(double v) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
+    for (int digits = 15; digits <= 17; ++digits) {
+        std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (std::strtod(buf, nullptr) == v) break;
+    }
     return buf;
 }
 
