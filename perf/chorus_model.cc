@@ -20,6 +20,11 @@
 //
 // The cost parameters come from the same CHORUS_COST_* settings the library
 // reads (see README); CHORUS_COST_MAX_STEPS defaults to 4 million here.
+// The built-in defaults, not this host's cost file, unless --cost-file FILE
+// gives one (as a communicator loads it: the settings still override it).
+// --compare FILE: instead of the tables, every point whose choice under FILE
+// differs from the one under the defaults, with both predictions (what a
+// calibration by chorus-tune changes).
 // --check: exit with status 1 unless the selector's choice is within 5% of
 // the best prediction at every point printed (each point off is listed).
 // -j THREADS: a table's rows (message sizes) are computed by this many
@@ -54,6 +59,7 @@ void usage() {
                  "usage: chorus-model [-c COLLECTIVE|all] [-p RANKS,...] [-m MIN:MAX bytes, suffixes K M G]\n"
                  "                    [-T datatype] [--check] [-j THREADS]\n"
                  "                    [-H HOSTS | -H HOSTSxRANKS_PER_HOST | --layout N,N,...] [--shm] [--rma]\n"
+                 "                    [--cost-file FILE | --compare FILE]\n"
                  "COLLECTIVE: allreduce bcast reduce reduce_scatter allgather allgatherv alltoall\n"
                  "            alltoallv gather gatherv scatter scatterv barrier\n"
                  "bytes: the message (allgather(v), gather(v): per rank; alltoall(v): per peer;\n"
@@ -62,6 +68,8 @@ void usage() {
                  "defaults: -c all -p 2,16,128,1024,4096 -m 8:1G -T float32, one host\n"
                  "--check: status 1 unless every choice is within 5%% of the best prediction\n"
                  "--shm: one host whose ranks share memory (publish slots, single-copy steps)\n"
+                 "--cost-file FILE: the cost model's constants from a cost file (chorus-tune)\n"
+                 "--compare FILE: only the points whose choice FILE changes, with both predictions\n"
                  "-j: rows computed at once (default: one a core)\n"
                  "a prediction marked ~ simulated only some of the ranks (see README)\n");
 }
@@ -195,6 +203,54 @@ std::string table_row(coll::Selector& selector, const std::vector<coll::Algorith
     return out;
 }
 
+// `config`'s cost parameters with the constants of the cost file at `path`
+// (the settings still first).
+coll::CostParams file_costs(const Config& config, const std::string& path) {
+    const CostFile file = read_cost_file(path);
+    if (file.state != CostFile::State::Loaded)
+        throw Error(CHORUS_ERR_INVALID_ARGUMENT,
+                    cat("cost file ", path, ": ", file.problem.empty() ? "cannot read it" : file.problem));
+    return machine_costs(config, file, 0).cost;
+}
+
+// --compare: the points whose choice differs between the defaults (with
+// the settings) and `file`, each priced by `priced` as the tables are.
+void compare_choices(const std::vector<coll::Collective>& colls, const std::vector<int>& ranks,
+                     const std::vector<size_t>& sizes, chorus_datatype_t dt, const Config& config,
+                     const std::function<coll::CostParams(int, const coll::CostParams&)>& priced,
+                     const coll::CostParams& file) {
+    std::printf("# the choices the cost file changes\n# defaults: %s\n# file: %s\n", config.cost.describe().c_str(),
+                file.describe().c_str());
+    std::printf("# %-14s %6s %10s  %-30s %s\n", "collective", "ranks", "bytes", "default: choice (us)",
+                "file: choice (us)");
+    size_t points = 0, changed = 0;
+    for (auto c : colls)
+        for (int p : ranks) {
+            const coll::CostParams a = priced(p, config.cost), b = priced(p, file);
+            coll::Selector sa(a), sb(b);
+            for (size_t bytes : sizes) {
+                const bool barrier = c == coll::Collective::Barrier;
+                if (barrier && bytes != sizes.front()) break;
+                const size_t elems = bytes / datatype_size(dt);
+                if ((!barrier && (c == coll::Collective::ReduceScatter ? elems / p : elems) == 0) ||
+                    buffer_bytes(c, bytes, p) > kMaxBuffer)
+                    continue;
+                const coll::CollArgs args_a = row_args(c, p, dt, bytes, false, config, a),
+                                     args_b = row_args(c, p, dt, bytes, false, config, b);
+                const coll::Algorithm* x = sa.choose(args_a).algorithm;
+                const coll::Algorithm* y = sb.choose(args_b).algorithm;
+                ++points;
+                if (x == y) continue;
+                ++changed;
+                const std::string before = cat(x->name, " (", cat_format("%.1f", coll::predict_us(*x, args_a, a)), ")"),
+                                  after = cat(y->name, " (", cat_format("%.1f", coll::predict_us(*y, args_b, b)), ")");
+                std::printf("  %-14s %6d %10s  %-30s %s\n", coll::collective_name(c), p,
+                            human(args_a.message_bytes()).c_str(), before.c_str(), after.c_str());
+            }
+        }
+    std::printf("# %zu of %zu choices change\n", changed, points);
+}
+
 int main(int argc, char** argv) {
     // Each prediction fills and frees up to a few hundred MB: kept in the
     // heap rather than returned to the system, the next one does not fault
@@ -206,9 +262,10 @@ int main(int argc, char** argv) {
     size_t lo = 8, hi = size_t(1) << 30;
     chorus_datatype_t dt = CHORUS_FLOAT32;
     bool check = false;
-    bool shm = false;         // --shm
-    int hosts = 0;            // -H HOSTS: each rank count spread over them
-    std::vector<int> layout;  // --layout, or -H HOSTSxRANKS
+    bool shm = false;                // --shm
+    std::string cost_file, compare;  // --cost-file, --compare
+    int hosts = 0;                   // -H HOSTS: each rank count spread over them
+    std::vector<int> layout;         // --layout, or -H HOSTSxRANKS
     constexpr double kTolerance = 1.05;
     // Rows computed at once (-j): each as many cores.
     int threads = std::max(1u, std::thread::hardware_concurrency());
@@ -233,7 +290,9 @@ int main(int argc, char** argv) {
             }
             if (i + 1 >= argc) throw Error(CHORUS_ERR_INVALID_ARGUMENT, cat("missing value after ", a));
             const char* v = argv[++i];
-            if (a == "-c") {
+            if (a == "--cost-file" || a == "--compare") {
+                (a == "--compare" ? compare : cost_file) = v;
+            } else if (a == "-c") {
                 for (int c = 0; c < coll::kNumCollectives; ++c)
                     if (std::string(v) == "all" || v == std::string(coll::collective_name(coll::Collective(c))))
                         colls.push_back(coll::Collective(c));
@@ -275,6 +334,7 @@ int main(int argc, char** argv) {
         // An offline tool can afford to simulate larger groups exactly than
         // the library does at run time (memory: ~40 bytes per step).
         if (!std::getenv("CHORUS_COST_MAX_STEPS")) config.cost.max_simulated_steps = 4000000;
+        if (!cost_file.empty()) config.cost = file_costs(config, cost_file);
         if (!layout.empty()) {
             long total = 0;
             for (int n : layout) total += n;
@@ -289,6 +349,24 @@ int main(int argc, char** argv) {
             return std::make_shared<const coll::HostMap>(
                 coll::HostMap::from_layout(layout.empty() ? spread(p, hosts) : layout));
         };
+        // The parameters of p ranks, priced as the tables price them.
+        auto priced = [&](int p, coll::CostParams params) {
+            params.hosts = hosts_for(p);
+            if (shm) {  // as the communicator prices a shared-memory transport
+                params.all_local = true;
+                params.eager_bytes = std::max(params.eager_bytes, config.shm_eager_bytes);
+            }
+            return params;
+        };
+        if (!compare.empty()) {
+            std::vector<size_t> sizes;
+            for (size_t bytes = lo; bytes <= hi; bytes *= 4) {
+                sizes.push_back(bytes);
+                if (bytes > hi / 4) break;
+            }
+            compare_choices(colls, ranks, sizes, dt, config, priced, file_costs(config, compare));
+            return 0;
+        }
         std::printf(
             "# chorus-model: predicted microseconds per algorithm; * marks the selector's choice,\n"
             "# ~ a prediction that simulated only some of the ranks\n");
@@ -305,12 +383,7 @@ int main(int argc, char** argv) {
             const auto t0 = std::chrono::steady_clock::now();
             const bool skews = c == coll::Collective::Allgatherv, barrier = c == coll::Collective::Barrier;
             for (int p : ranks) {
-                coll::CostParams params = config.cost;
-                params.hosts = hosts_for(p);
-                if (shm) {  // as the communicator prices a shared-memory transport
-                    params.all_local = true;
-                    params.eager_bytes = std::max(params.eager_bytes, config.shm_eager_bytes);
-                }
+                const coll::CostParams params = priced(p, config.cost);
                 const std::string where = params.hosts ? params.hosts->describe() : cat(p, " ranks");
                 for (int skewed = 0; skewed <= (skews ? 1 : 0); ++skewed) {
                     std::printf("\n# %s%s, %s, %s\n# %10s", coll::collective_name(c),

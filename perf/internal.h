@@ -3,7 +3,8 @@
 // allocates device buffers through the runtime wrappers the library uses,
 // chorus-model asks the cost model and the selector what they would choose,
 // chorus-handoff times the host copy and reduce loops and the shared-memory
-// segment's layout. None of this is an API: it changes with the library,
+// segment's layout, chorus-tune measures them and writes the cost file.
+// None of this is an API: it changes with the library,
 // and perf/ builds against the static core (libchorus_core.a) to get it.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include "coll/planner/cost_model.h"  // CostParams, the model's predictions
 #include "coll/planner/selector.h"    // Selector::choose
 #include "core/config.h"              // the settings table (CHORUS_*)
+#include "core/machine_costs.h"       // the cost file, the cache size
 #include "cuda/cuda_runtime_api.h"    // chorus::gpu: device memory and streams
 #include "net/shm/shm_segment.h"      // the slots' layout
 #include "reduce/datatype.h"          // element sizes

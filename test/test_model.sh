@@ -5,7 +5,9 @@
 #   - sizes at which a rank's buffer would pass 1 TiB are left out, and said so;
 #   - --shm prices the shared-memory algorithms and takes the selector's
 #     choices for ranks that share memory;
-#   - bad command lines exit 2.
+#   - --compare lists the choices a cost file changes, and only those;
+#     --cost-file prices with the file's constants;
+#   - bad command lines (and stale or missing cost files) exit 2.
 #
 # Usage: test_model.sh CHORUS_MODEL
 set -u
@@ -53,7 +55,23 @@ grep -q '^ *1M .* shm_pipeline$' "$TMP/shm" || fail "--shm: 1 MiB broadcast on 2
 grep -q '^ *1M .* one_sided$' "$TMP/shm" || fail "--shm: 1 MiB broadcast on 3 ranks not one-sided"
 "$MODEL" -c allreduce -p 2 -m 8:8 | grep -q 'shm_flat$' && fail "without --shm the flat all-reduce was chosen"
 
-for bad in "-j 0" "-j" "-c nothing" "-H 0" "--shm -H 2" "--shm --layout 1,1"; do
+# --compare: a cost file that makes memory slow and the single-copy gets
+# dear changes some choices; one that repeats the defaults none; a stale
+# one is refused.
+printf '# slow\nformat = 1\ncache_mib = 1\nmemory_gbs = 0.5\nget_us = 40\nslot_us = 2\n' >"$TMP/slow.conf"
+"$MODEL" --shm -p 2,4 -m 8:16M --compare "$TMP/slow.conf" >"$TMP/cmp" || fail "--compare: status $?"
+changed=$(sed -n 's/^# \([0-9]*\) of [0-9]* choices change$/\1/p' "$TMP/cmp")
+[ -n "$changed" ] && [ "$changed" -gt 0 ] || fail "--compare: no choice changed: $(tail -3 "$TMP/cmp")"
+[ "$(grep -c '^  ' "$TMP/cmp")" -eq "$changed" ] || fail "--compare: $changed changes said, other lines listed"
+printf 'format = 1\ncache_mib = 32\ncopy_gbs = 8\n' >"$TMP/same.conf"
+"$MODEL" --shm -p 2 -m 8:16M --compare "$TMP/same.conf" | grep -q '^# 0 of [1-9][0-9]* choices change$' ||
+    fail "--compare: the defaults' own values changed a choice"
+"$MODEL" --shm -p 2 -c bcast -m 8:1K --cost-file "$TMP/slow.conf" | grep -q 'single copy 9 GB/s (+40 us' ||
+    fail "--cost-file: the file's get_us is not in the model"
+printf 'format = 0\ncopy_gbs = 8\n' >"$TMP/stale.conf"
+
+for bad in "-j 0" "-j" "-c nothing" "-H 0" "--shm -H 2" "--shm --layout 1,1" "--compare $TMP/stale.conf" \
+    "--cost-file $TMP/none.conf"; do
     # shellcheck disable=SC2086
     "$MODEL" $bad >/dev/null 2>&1
     rc=$?

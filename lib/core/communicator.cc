@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "coll/planner/two_stage.h"
 #include "core/agreement.h"
+#include "core/machine_costs.h"
 #include "core/trace.h"
 #include "net/mpi_bootstrap.h"
 #include "net/shm/shm_transport.h"
@@ -97,17 +98,32 @@ std::unique_ptr<Communicator> Communicator::create(net::Bootstrap& boot) {
     // The settings: read on every rank, then compared (all or nothing).
     static std::atomic<uint64_t> created{0};
     const uint64_t mine = created++;
+    // The cost model's machine constants: each rank's from the settings,
+    // its host's cost file and the OS; then every rank takes rank 0's.
     Config config;
+    MachineCosts machine;
     std::vector<std::string> settings = net::allgather_agreed(boot, [&] {
         config = Config::from_env();
-        return cat(mine, "\n", config.protocol_settings());
+        machine = machine_costs(config, read_cost_file(cost_file_path(config.cost_file)), host_cache_bytes());
+        return cat(mine, "\n", machine_line(machine.cost), "\n", config.protocol_settings());
     });
     const uint64_t id = std::strtoull(settings[0].c_str(), nullptr, 10);
-    for (auto& blob : settings) blob.erase(0, blob.find('\n') + 1);
+    // Each blob: the creation number, the machine constants, the protocol
+    // settings (one a line).
+    const size_t second = settings[0].find('\n') + 1;
+    const std::string agreed = settings[0].substr(second, settings[0].find('\n', second) - second);
+    for (auto& blob : settings) blob.erase(0, blob.find('\n', blob.find('\n') + 1) + 1);
     std::string differ = settings_disagreement(settings);
     if (!differ.empty())
         fail(CHORUS_ERR_CONFIG, "settings that change the protocol must be the same on every rank: ", differ);
     set_log_level(config.log_level);
+    const int rank = boot.rank();
+    log(machine.level, rank, machine.note);
+    apply_machine_line(config.cost, agreed);
+    if (agreed != machine_line(machine.cost))
+        log(LogLevel::Info, rank, "cost model: this rank's constants (", machine_line(machine.cost),
+            ") differ from rank 0's, which every rank uses: ", agreed);
+    if (rank == 0) log(LogLevel::Info, 0, "cost model constants: ", agreed);
 
     std::unique_ptr<net::Transport> transport = std::make_unique<net::UcxTransport>(
         boot, config.peer_errors,

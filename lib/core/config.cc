@@ -275,6 +275,18 @@ const std::vector<Setting> kSettings = {
      show_cost<&coll::CostParams::copy_gbs>},
     {"CHORUS_COST_STREAM_GBS", true, parse_cost<&coll::CostParams::stream_gbs, false>,
      show_cost<&coll::CostParams::stream_gbs>},
+    // Single-copy steps and the slots on one host (measured by chorus-tune).
+    {"CHORUS_COST_LOCAL_ALPHA_US", true, parse_cost<&coll::CostParams::local_alpha_us, false>,
+     show_cost<&coll::CostParams::local_alpha_us>},
+    {"CHORUS_COST_SLOT_US", true, parse_cost<&coll::CostParams::slot_us, false>, show_cost<&coll::CostParams::slot_us>},
+    {"CHORUS_COST_GET_GBS", true, parse_cost<&coll::CostParams::get_gbs, false>, show_cost<&coll::CostParams::get_gbs>},
+    {"CHORUS_COST_GET_US", true, parse_cost<&coll::CostParams::get_us, false>, show_cost<&coll::CostParams::get_us>},
+    {"CHORUS_COST_GET_REDUCE_GBS", true, parse_cost<&coll::CostParams::get_reduce_gbs, false>,
+     show_cost<&coll::CostParams::get_reduce_gbs>},
+    // Per rank: which file gives this host's constants (every rank then
+    // takes rank 0's values, so the files may differ).
+    {"CHORUS_COST_FILE", false, [](Config& c, const std::string&, const std::string& v) { c.cost_file = v; },
+     [](const Config& c) { return c.cost_file.empty() ? std::string("auto") : c.cost_file; }},
     {"CHORUS_COST_MAX_STEPS", true,
      [](Config& c, const std::string& n, const std::string& v) {
          c.cost.max_simulated_steps = parse_uint(v, n, 1, 1ull << 34);
@@ -306,7 +318,10 @@ Config Config::from_strings(const std::vector<std::string>& env) {
         size_t eq = entry.find('=');
         if (eq == std::string::npos || entry.compare(0, 7, "CHORUS_") != 0) continue;
         std::string name = entry.substr(0, eq), value = entry.substr(eq + 1);
-        if (const Setting* s = find_setting(name)) s->parse(c, name, value);
+        if (const Setting* s = find_setting(name)) {
+            s->parse(c, name, value);
+            c.given.insert(name);
+        }
         // The benchmark's variables are its own to check.
         else if (name.compare(0, 13, "CHORUS_BENCH_") != 0)
             c.unknown.push_back(name);

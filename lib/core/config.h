@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,8 +55,11 @@ struct Config {
     InterceptPolicy intercept = InterceptPolicy::Faster;  // CHORUS_MPI_INTERCEPT
     bool mpi_stage_all = false;                           // CHORUS_MPI_STAGING=all: host buffers copied too
     coll::CostParams cost;                                // CHORUS_COST_*
-    std::string trace_dir;                                // CHORUS_TRACE: write traces there ("": none)
-    size_t record = 64;                                   // CHORUS_RECORD: operations the flight recorder keeps
+    // CHORUS_COST_FILE: this host's cost file ("": the usual place, "none":
+    // none; core/machine_costs.h).
+    std::string cost_file;
+    std::string trace_dir;  // CHORUS_TRACE: write traces there ("": none)
+    size_t record = 64;     // CHORUS_RECORD: operations the flight recorder keeps
     // CHORUS_INJECT_FAILURE (tests): "create" fails this rank's creation,
     // "start:N" the start of its operation number N.
     std::string inject;
@@ -73,6 +77,8 @@ struct Config {
     std::string protocol_settings() const;
     // Names of CHORUS_* variables seen in the environment but not known.
     std::vector<std::string> unknown;
+    // Names of the known settings the environment gave.
+    std::set<std::string> given;
 };
 
 // One known setting.

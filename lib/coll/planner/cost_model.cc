@@ -17,6 +17,8 @@ std::string CostParams::describe() const {
         cat("alpha ", alpha_us, " us (+", rendezvous_us, " us above ", eager_bytes, " bytes; ports busy ", overhead_us,
             " us a message), link ", bandwidth_gbs, " GB/s (", memory_gbs, " beyond ", cache_mib,
             " MiB buffers), reduce ", reduce_gbs, " GB/s, copy ", copy_gbs, " GB/s (", stream_gbs, " streamed)");
+    if (all_local) out += cat("; shared memory: alpha ", local_alpha_us, " us, slots ", slot_us, " us");
+    out += cat("; single copy ", get_gbs, " GB/s (+", get_us, " us a get; ", get_reduce_gbs, " GB/s reducing)");
     out += cat("; between hosts alpha ", net_alpha_us, " us, link ", net_gbs, " GB/s a host");
     if (net_rma_gbs > 0) out += cat(" (RMA ", net_rma_gbs, " GB/s)");
     if (hosts) out += cat("; ", hosts->describe());
