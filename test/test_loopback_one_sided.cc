@@ -1,6 +1,7 @@
 // The one-sided algorithms (expose, get, put) on the loopback transport with
 // emulated single-copy access to peers' buffers, in place (cross-memory
-// attach) and through registered regions and their keys (UCX RMA): each
+// attach), through registered regions and their keys (UCX RMA) and through
+// mappings of peers' buffers (mapped memory): each
 // forced by name at many rank counts, counts, roots, datatypes and ops, in
 // and out of place, with sends that complete only when received; on
 // emulated device memory (where the data must travel as messages instead,
@@ -28,11 +29,12 @@ test::CollCase make_case(Collective coll, size_t count, int p, uint64_t seed) {
 }
 
 // How peers' memory is reached: in place (cross-memory attach, one host),
-// or through registered regions and their keys (UCX RMA, between hosts).
-enum class Access { InPlace, Keys };
-const Access kAccess[] = {Access::InPlace, Access::Keys};
+// through registered regions and their keys (UCX RMA, between hosts), or
+// through mappings of the peers' buffers (mapped memory, chorus_mem_alloc).
+enum class Access { InPlace, Keys, Mapped };
+const Access kAccess[] = {Access::InPlace, Access::Keys, Access::Mapped};
 const char* access_name(Access a) {
-    return a == Access::Keys ? "keys" : "in place";
+    return a == Access::Keys ? "keys" : a == Access::Mapped ? "mapped" : "in place";
 }
 
 // A group whose transport offers single-copy access; small chunks, so that
@@ -50,6 +52,7 @@ struct OneSidedGroup {
             group.hub->enable_rma();
         else
             group.hub->enable_one_sided();
+        if (access == Access::Mapped) group.hub->enable_mapped();
         auto m = mem;
         if (device) group.hub->emulate_device([m](const void* q) { return m->is_device(q); }, false);
     }
@@ -74,8 +77,13 @@ TEST_CASE("one-sided: every collective, rank count, count and place", "[one_side
                             }
                         }
                     // The data went through single-copy access, not
-                    // messages; every registration was given back.
-                    if (p > 1) CHECK(g.group.hub->one_sided_bytes() > 0);
+                    // messages (mapped: through the mappings alone, no
+                    // get or put); every registration was given back.
+                    if (p > 1 && access != Access::Mapped) CHECK(g.group.hub->one_sided_bytes() > 0);
+                    if (p > 1 && access == Access::Mapped) {
+                        CHECK(g.group.hub->mapped_bytes() > 0);
+                        CHECK(g.group.hub->one_sided_bytes() == 0);
+                    }
                     if (p > 1 && access == Access::Keys) CHECK(g.group.hub->rma_registered() > 0);
                     CHECK(g.group.hub->rma_held() == 0);
                 }

@@ -7,6 +7,12 @@
 // reads a block at a time into a small buffer that stays in cache and
 // reduces it into place at once, so every remote byte is touched once.
 //
+// A region in memory the host's ranks map into each other (mapped memory,
+// net::PeerMemory::mapped_here) is described by its reference instead: the
+// reader maps the peer's allocation (once; the transport keeps it) and
+// copies or reduces straight through the mapping, without a system call or
+// a bounce buffer, or, when it cannot map it, falls back to get/put.
+//
 // With keyed access (UCX RMA: between hosts, where cross-memory attach is
 // not offered) the exposer registers the region and its descriptor carries
 // the key; the reader's get or put goes through the transport and completes

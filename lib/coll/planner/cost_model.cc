@@ -122,7 +122,9 @@ Prediction predict_stage(const Algorithm& algo, const CollArgs& args, const Cost
     }
     if (beyond_caches(args, given)) {
         params.bandwidth_gbs = std::min(given.bandwidth_gbs, given.memory_gbs);
-        params.get_gbs = std::min(given.get_gbs, given.memory_gbs);
+        // Through the kernel (cross-memory attach), not through mappings:
+        // those copy as any copy does.
+        if (!args.mapped) params.get_gbs = std::min(given.get_gbs, given.memory_gbs);
     } else {
         params.stream_gbs = given.copy_gbs;  // in the caches, a copy is a copy
     }
