@@ -8,9 +8,11 @@
 // all-reduce (default 2^20, over UCX); a few go through the shared segment
 // of the ranks of one host, where only the dead process itself tells.
 // With `p2p`, the survivors wait in chorus_recv for a message from the
-// victim instead (which never sends it).
+// victim instead (which never sends it). With `mapped`, the buffer is
+// mapped memory registered as a window, which every survivor has mapped
+// from the victim too: its death must not crash them.
 //
-//   fault_test kill|stop|exit DIR [COUNT [p2p]]
+//   fault_test kill|stop|exit DIR [COUNT [p2p|mapped]]
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
@@ -41,13 +43,14 @@ bool names_rank(const std::string& message, int peer) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 3 || argc > 5 || (argc == 5 && std::string(argv[4]) != "p2p")) {
-        std::fprintf(stderr, "usage: fault_test kill|stop|exit DIR [COUNT [p2p]]\n");
+    const std::string extra = argc == 5 ? argv[4] : "";
+    if (argc < 3 || argc > 5 || (argc == 5 && extra != "p2p" && extra != "mapped")) {
+        std::fprintf(stderr, "usage: fault_test kill|stop|exit DIR [COUNT [p2p|mapped]]\n");
         return 2;
     }
     std::string mode = argv[1], dir = argv[2];
     const long count = argc >= 4 ? std::atol(argv[3]) : 1L << 20;
-    const bool p2p = argc == 5;
+    const bool p2p = extra == "p2p", mapped = extra == "mapped";
     if (count <= 0) {
         std::fprintf(stderr, "fault_test: COUNT must be a positive number, not '%s'\n", argv[3]);
         return 2;
@@ -69,9 +72,20 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "create failed: %s\n", chorus_comm_last_error(nullptr));
         return 1;
     }
-    std::vector<float> buf(static_cast<size_t>(count), 1.0f);
-    chorus_result_t rc =
-        chorus_allreduce(buf.data(), buf.data(), buf.size(), CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
+    std::vector<float> plain(mapped ? 0 : static_cast<size_t>(count), 1.0f);
+    float* data = plain.data();
+    if (mapped) {
+        void* p = nullptr;
+        if (chorus_mem_alloc(static_cast<size_t>(count) * sizeof(float), &p) != CHORUS_SUCCESS ||
+            chorus_comm_register(comm, p, static_cast<size_t>(count) * sizeof(float)) != CHORUS_SUCCESS) {
+            std::fprintf(stderr, "mapped memory failed: %s\n", chorus_comm_last_error(comm));
+            return 1;
+        }
+        data = static_cast<float*>(p);
+        for (long i = 0; i < count; ++i) data[i] = 1.0f;
+    }
+    const size_t n = static_cast<size_t>(count);
+    chorus_result_t rc = chorus_allreduce(data, data, n, CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == victim) {
         if (mode == "exit") _exit(1);
@@ -81,8 +95,8 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     int calls = 0;
     while (rc == CHORUS_SUCCESS && calls < 100000) {
-        rc = p2p ? chorus_recv(buf.data(), buf.size(), CHORUS_FLOAT32, victim, 0, comm, nullptr)
-                 : chorus_allreduce(buf.data(), buf.data(), buf.size(), CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
+        rc = p2p ? chorus_recv(data, n, CHORUS_FLOAT32, victim, 0, comm, nullptr)
+                 : chorus_allreduce(data, data, n, CHORUS_FLOAT32, CHORUS_SUM, comm, nullptr);
         ++calls;
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

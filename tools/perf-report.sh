@@ -15,9 +15,12 @@
 # With LARGE=1: every collective but the barrier (unless COLLECTIVES) at
 # 64 KiB-64 MiB (unless SIZES) against ob1, each run once with warm caches
 # and once with --cold-cache, printing the table of both modes
-# (tools/large_summary.py); docs/perf is left as it is.
+# (tools/large_summary.py); docs/perf is left as it is. With MAPPED=1 too,
+# the buffers are mapped memory registered as windows (chorus-bench
+# --mapped: single-copy schedules, MPI on the same buffers), and the
+# all-reduce's bus bandwidth is shown beside the copy ceiling of each run.
 # Usage: tools/perf-report.sh [BUILD_DIR]
-#   REPEAT=3 SIZES=4:64M COLLECTIVES="allreduce bcast reduce reduce_scatter allgather" SMALL=0 LARGE=0
+#   REPEAT=3 SIZES=4:64M COLLECTIVES="allreduce bcast reduce reduce_scatter allgather" SMALL=0 LARGE=0 MAPPED=0
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/env.sh
@@ -25,6 +28,9 @@ build=${1:-build}
 repeat=${REPEAT:-3}
 small=${SMALL:-0}
 large=${LARGE:-0}
+mapped=()
+[ "${MAPPED:-0}" = 1 ] && mapped=(--mapped)
+export MAPPED=${MAPPED:-0}
 if [ "$large" = 1 ]; then
   sizes=${SIZES:-64K:64M}
   colls=${COLLECTIVES:-"allreduce bcast reduce reduce_scatter allgather allgatherv alltoall alltoallv gather gatherv scatter scatterv"}
@@ -43,8 +49,8 @@ for c in $colls; do
   for r in $(seq "$repeat"); do
     echo "== $c run $r/$repeat" >&2
     if [ "$large" = 1 ]; then
-      mpirun -np 2 "${bench[@]}" "$c" -c -m "$sizes" --csv "$raw/$c.warm.$r.csv" > /dev/null
-      mpirun -np 2 "${bench[@]}" "$c" -c --cold-cache -m "$sizes" --csv "$raw/$c.cold.$r.csv" > /dev/null
+      mpirun -np 2 "${bench[@]}" "$c" -c "${mapped[@]}" -m "$sizes" --csv "$raw/$c.warm.$r.csv" > /dev/null
+      mpirun -np 2 "${bench[@]}" "$c" -c "${mapped[@]}" --cold-cache -m "$sizes" --csv "$raw/$c.cold.$r.csv" > /dev/null
       continue
     fi
     mpirun -np 2 "${bench[@]}" "$c" -c -m "$sizes" --csv "$raw/$c.ob1.$r.csv" > /dev/null

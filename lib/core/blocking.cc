@@ -68,9 +68,12 @@ chorus_result_t Communicator::run(coll::CollArgs& args, const void* sendbuf, voi
     if (last) *last = RanInPlace{};
     fill(args);
     args.mapped = false;
-    if (agrees_mapped(args, stream)) {
+    if (agrees_mapped(args)) {
+        // Every rank agrees on every such call: none is kept for the fast
+        // path (a rank whose buffers repeat would skip the agreement).
         chorus_result_t rc = agree_mapped(args, sendbuf, recvbuf, &args.mapped);
         if (rc != CHORUS_SUCCESS) return rc;
+        last = nullptr;
     }
     return run_filled(args, sendbuf, recvbuf, stream, last);
 }

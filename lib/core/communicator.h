@@ -228,7 +228,7 @@ private:
     void exchange(coll::Collective coll, const char* algo, size_t count, chorus_datatype_t dtype, const void* send,
                   void* recv, const char* what = "CHORUS_CHECK: exchanging arguments");
     // Whether this call first agrees on mapped memory (windows.cc).
-    bool agrees_mapped(const coll::CollArgs& args, const void* stream) const;
+    bool agrees_mapped(const coll::CollArgs& args) const;
     // The agreement: true in *mapped when every rank's buffers of the call
     // lie in mapped memory (a 4-byte all-reduce among the ranks).
     chorus_result_t agree_mapped(const coll::CollArgs& args, const void* sendbuf, const void* recvbuf, bool* mapped);

@@ -41,7 +41,7 @@ bool has_one_sided(const coll::CollArgs& a) {
 
 }  // namespace
 
-bool Communicator::agrees_mapped(const coll::CollArgs& args, const void* /*stream*/) const {
+bool Communicator::agrees_mapped(const coll::CollArgs& args) const {
     if (config_.mapped == MappedCalls::Off || (config_.mapped == MappedCalls::Auto && windows_.empty())) return false;
     return args.size > 1 && args.one_sided && has_one_sided(args) && args.message_bytes() >= config_.mapped_min_bytes;
 }
@@ -65,8 +65,21 @@ chorus_result_t Communicator::agree_mapped(const coll::CollArgs& args, const voi
     g.dtype = CHORUS_INT32;
     g.op = CHORUS_MIN;
     fill(g);
+    // Whatever CHORUS_ALGO forces for all-reduces: the flat one through the
+    // publish slots (in place, a fraction of a microsecond) where the ranks
+    // share them, else recursive doubling.
+    const coll::Algorithm& algo =
+        coll::find_algorithm(coll::Collective::Allreduce, g.slot_bytes ? "shm_flat" : "recursive_doubling");
+    const Plan plan{&algo, plans_.schedule(g, algo)};
     int32_t all = 0;
-    const chorus_result_t rc = run_filled(g, &mine, &all, nullptr, nullptr);
+    chorus_result_t rc;
+    if (g.slot_bytes && ops_.empty() && !failed_ && !config_.check && config_.inject.empty()) {
+        rc = run_planned_inline(g, plan, &mine, &all);
+    } else {
+        Operation* op = start_filled(g, &mine, &all, nullptr, &plan);
+        wait(op);
+        rc = release(op);
+    }
     *mapped = rc == CHORUS_SUCCESS && all == 1;
     return rc;
 }

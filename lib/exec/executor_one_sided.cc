@@ -231,20 +231,25 @@ void Executor::os_copy(StepId s, uint64_t remote) {
 
 void Executor::os_copy_mapped(StepId s, char* remote) {
     const Step& st = sched_->steps()[s];
+    // A step marked to stream (a message beyond the caches) writes with
+    // non-temporal stores: its result is not read again soon, and its lines
+    // are not read first.
+    auto copy = st.stream ? host_copy_stream : host_copy;
     if (st.kind == StepKind::Put) {
-        host_copy(remote, resolve(st.src), st.bytes);
+        copy(remote, resolve(st.src), st.bytes);
         return;
     }
     char* dst = resolve(st.dst);
     if (!st.count) {
-        host_copy(dst, remote, st.bytes);
+        copy(dst, remote, st.bytes);
         return;
     }
     const char* local = resolve(st.src2);
+    auto reduce = st.stream ? host_reduce_stream : host_reduce;
     if (st.remote_first)
-        host_reduce(sched_->dtype(), sched_->op(), dst, remote, local, st.count);
+        reduce(sched_->dtype(), sched_->op(), dst, remote, local, st.count);
     else
-        host_reduce(sched_->dtype(), sched_->op(), dst, local, remote, st.count);
+        reduce(sched_->dtype(), sched_->op(), dst, local, remote, st.count);
 }
 
 }  // namespace chorus

@@ -100,7 +100,7 @@ struct Step {
     size_t bytes = 0;                     // Send, Recv, Copy
     size_t count = 0;                     // Reduce, Divide, Get (elements; Get: 0 unless it reduces)
     bool remote_first = false;            // Get that reduces: dst = remote op src2 (else src2 op remote)
-    bool stream = false;                  // Copy: with non-temporal stores (a large result; a slot its peers read)
+    bool stream = false;                  // Copy, Get and Put through mappings: with non-temporal stores (a large result; a slot its peers read)
     uint32_t round = 0;                   // Publish, Await, Claim, Release: the slot round
     uint32_t dep_begin = 0, dep_end = 0;  // into Schedule::deps
 };

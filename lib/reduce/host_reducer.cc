@@ -333,6 +333,19 @@ void host_reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a,
     }
 }
 
+void host_reduce_stream(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count) {
+#if CHORUS_STREAMING_STORES
+    if (count && dst != a && dst != b) {
+        const TypeEntry& type = kTypes[dt];
+        const ReduceKernels& k = type.ops[op_slot(op)];
+        if (!k.separate) std::abort();
+        reduce_streaming(k.separate, type.size, dst, a, b, count);
+        return;
+    }
+#endif
+    host_reduce(dt, op, dst, a, b, count);
+}
+
 void host_divide(chorus_datatype_t dt, void* dst, size_t count, int divisor) {
     // x / 1 == x for every type; skipping also leaves NaN payloads untouched.
     if (count == 0 || divisor == 1) return;

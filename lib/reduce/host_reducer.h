@@ -17,6 +17,9 @@ namespace chorus {
 // An out-of-place result of 8 MiB or more is written with non-temporal
 // (cache-bypassing) stores; smaller results, and in-place ones, stay cached.
 void host_reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count);
+// host_reduce with an out-of-place result written with non-temporal stores
+// whatever its size (a piece of a result far larger than the caches).
+void host_reduce_stream(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count);
 
 // dst = src, `bytes`, written with non-temporal stores where the CPU has
 // them (a large result that will not be read again soon: it does not evict

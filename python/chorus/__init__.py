@@ -21,6 +21,8 @@ Run under ``mpirun``; a single process without it is a one-rank world.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._chorus import (
     IN_PLACE,
     Communicator,
@@ -31,7 +33,27 @@ from ._chorus import (
     has_cuda,
     setting,
 )
+from ._chorus import _mapped_bytes
 from ._errors import ChorusError
+
+
+def mapped_empty(shape: int | tuple[int, ...], dtype: object = "float32") -> Any:
+    """An uninitialized NumPy array in mapped memory (``chorus_mem_alloc``).
+
+    The processes of a host map such memory into each other: collectives on
+    arrays in it read and write peers' arrays in place, each byte moved
+    once. Register the arrays a loop reuses as windows
+    (:meth:`Communicator.register`) so that the cost model counts on it.
+    ``torch.from_numpy(chorus.mapped_empty(...))`` gives a tensor over it.
+    The memory is freed when the last array over it goes.
+    """
+    import numpy as np
+
+    dt = np.dtype(dtype)
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    nbytes = int(np.prod(dims, dtype=np.int64)) * dt.itemsize
+    return _mapped_bytes(nbytes)[:nbytes].view(dt).reshape(dims)
+
 
 __all__ = [
     "IN_PLACE",
@@ -42,5 +64,6 @@ __all__ = [
     "Result",
     "__version__",
     "has_cuda",
+    "mapped_empty",
     "setting",
 ]

@@ -358,4 +358,13 @@ size_t blocks_extent(const std::vector<size_t>& counts, const std::vector<size_t
     return end;
 }
 
+nb::object mapped_bytes(size_t bytes) {
+    void* p = nullptr;
+    const chorus_result_t rc = chorus_mem_alloc(std::max<size_t>(bytes, 1), &p);
+    if (rc != CHORUS_SUCCESS) raise_chorus(rc, chorus_comm_last_error(nullptr));
+    nb::capsule owner(p, [](void* q) noexcept { chorus_mem_free(q); });
+    const size_t shape[1] = {std::max<size_t>(bytes, 1)};
+    return nb::cast(nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>(p, 1, shape, owner));
+}
+
 }  // namespace chorus_py

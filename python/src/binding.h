@@ -182,6 +182,9 @@ public:
     bool closed() const { return !state_->comm; }
     void close();
     void set_label(nb::handle label);
+    // Register (collective) or deregister `array`, in mapped memory, as a
+    // window (chorus_comm_register, chorus_comm_deregister).
+    void window(nb::handle array, bool add);
 
     // Run `call` to completion and return its value; start it as a request.
     nb::object run(Call& call);
@@ -193,6 +196,10 @@ private:
 
     std::shared_ptr<CommState> state_;
 };
+
+// A one-dimensional uint8 NumPy array of `bytes` (at least 1) in mapped
+// memory (chorus_mem_alloc), freed when the last array over it goes.
+nb::object mapped_bytes(size_t bytes);
 
 // Close every communicator, then finalize MPI if this module initialized it
 // (registered with atexit when the first communicator is created).

@@ -317,6 +317,26 @@ void Communicator::close() {
     close_state(*state_);
 }
 
+void Communicator::window(nb::handle array, bool add) {
+    const Input a = input_array(array, "array");
+    const size_t bytes = a.size * (a.dtype.bits / 8);
+    CommState& st = *state_;
+    chorus_result_t rc;
+    std::string error;
+    {
+        nb::gil_scoped_release nogil;
+        std::lock_guard<std::mutex> lock(st.mutex);
+        if (!st.comm) {
+            rc = CHORUS_ERR_INVALID_ARGUMENT;
+            error = "the communicator is closed";
+        } else {
+            rc = add ? chorus_comm_register(st.comm, a.data, bytes) : chorus_comm_deregister(st.comm, a.data);
+            if (rc != CHORUS_SUCCESS) error = chorus_comm_last_error(st.comm);
+        }
+    }
+    if (rc != CHORUS_SUCCESS) raise_chorus(rc, error);
+}
+
 void Communicator::set_label(nb::handle label) {
     std::string s;
     if (!label.is_none()) {

@@ -29,6 +29,11 @@ raises or returns something else, creation fails with a ChorusError whose
 __cause__ is that exception; the peers then wait in their own allgather,
 which must time out for them to fail too (a store's timeout does).)";
 
+constexpr const char* kRegister = R"(Register `array` as a window of this communicator (collective: every rank
+its own array, which must lie in mapped memory: chorus.mapped_empty). Peers
+map it at once, and blocking collectives of at least CHORUS_MAPPED_MIN bytes
+on mapped arrays then take single-copy schedules where they are faster.)";
+
 constexpr const char* kCommunicator = R"(A Chorus communicator over the ranks of an MPI communicator.
 
 Communicator(comm=None): comm is an mpi4py communicator, or None for

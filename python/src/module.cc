@@ -113,6 +113,12 @@ NB_MODULE(_chorus, m) {
         .def_prop_ro("size", &Communicator::size, "The number of ranks.")
         .def_prop_ro("closed", &Communicator::closed, "Whether close() has been called.")
         .def("close", &Communicator::close, "Complete the operations in flight and free the communicator. Idempotent.")
+        .def(
+            "register", [](Communicator& self, nb::handle a) { self.window(a, true); }, nb::arg("array"),
+            docs::kRegister)
+        .def(
+            "deregister", [](Communicator& self, nb::handle a) { self.window(a, false); }, nb::arg("array"),
+            "Deregister the window that starts at `array` (collective; every rank its own).")
         .def("set_label", &Communicator::set_label, nb::arg("label").none(),
              "Label the operations this rank starts from now on (traces, hang reports); None removes it.")
         .def(
@@ -173,6 +179,8 @@ NB_MODULE(_chorus, m) {
             return std::string(value);
         },
         nb::arg("name"), "The value a communicator created now would use for the CHORUS_* setting `name`.");
+    m.def("_mapped_bytes", &mapped_bytes, nb::arg("nbytes"),
+          "A uint8 NumPy array of nbytes (at least 1) in mapped memory (chorus_mem_alloc); see mapped_empty.");
     m.def("_shutdown", &shutdown, "Close every communicator, then finalize MPI if this module initialized it.");
     m.def("_initialized_mpi", &initialized_mpi, "Whether this module called MPI_Init_thread.");
     m.def("_mpi_world", &mpi_world, nb::arg("root_info"),

@@ -285,3 +285,40 @@ def test_settings_and_label(comm):
     comm.set_label(None)
     with pytest.raises(TypeError):
         comm.set_label(3)
+
+
+def test_mapped_arrays_and_windows(comm):
+    """Arrays in mapped memory: collectives on them (registered or not, some
+    ranks plain), windows registered and deregistered, errors alike on
+    every rank."""
+    n = 1 << 18  # 1 MiB of float32: past CHORUS_MAPPED_MIN
+    x = chorus.mapped_empty(n, np.float32)
+    y = chorus.mapped_empty((2, n // 2), "float32")
+    assert x.shape == (n,) and y.shape == (2, n // 2) and x.dtype == y.dtype == np.float32
+    assert chorus.mapped_empty(0).size == 0
+    rng = np.random.default_rng(comm.rank + 1)
+    parts = comm.allgather(rng.random(n, dtype=np.float32))  # every rank's input, for the reference
+    want = np.zeros(n, dtype=np.float32)
+    for r in range(comm.size):
+        want = want + parts.reshape(comm.size, n)[r]  # rank order: a fixed order of rounding
+    for registered in (False, True):
+        if registered:
+            comm.register(x)
+            comm.register(y)
+        x[:] = parts.reshape(comm.size, n)[comm.rank]
+        comm.allreduce(x, y.reshape(n))
+        got = comm.allgather(y.reshape(n)).reshape(comm.size, n)
+        # Every rank has the same bits, and the reference's values.
+        assert all(np.array_equal(got[0], got[r]) for r in range(comm.size))
+        np.testing.assert_allclose(got[0], want, rtol=1e-5)
+    # A plain array on rank 0: the same result.
+    src = np.array(x) if comm.rank == 0 else x
+    comm.allreduce(src, y.reshape(n))
+    np.testing.assert_allclose(y.reshape(n), want, rtol=1e-5)
+    comm.deregister(x)
+    comm.deregister(y)
+    with pytest.raises(chorus.ChorusError) as e:
+        comm.register(np.zeros(16, dtype=np.float32))  # not mapped memory
+    assert e.value.code == chorus.Result.ERR_INVALID_ARGUMENT
+    with pytest.raises(chorus.ChorusError):
+        comm.deregister(x)  # no window there any more

@@ -15,6 +15,7 @@
 
 #include "coll/algorithm.h"
 #include "coll/partition.h"
+#include "coll/planner/cost_model.h"
 #include "reduce/datatype.h"
 
 namespace chorus::coll {
@@ -40,7 +41,10 @@ inline bool os_supported(const CollArgs& a) {
 
 class OsBuilder {
 public:
-    OsBuilder(Schedule& s, const CollArgs& a) : s_(s), a_(a), esize_(datatype_size(a.dtype)) {}
+    // Beyond the caches (as the cost model the schedule is built for sees
+    // it), copies and reductions through mappings stream their results.
+    OsBuilder(Schedule& s, const CollArgs& a)
+        : s_(s), a_(a), esize_(datatype_size(a.dtype)), stream_(a.cost && beyond_caches(a, *a.cost)) {}
     size_t esize() const { return esize_; }
     Region at(Buf b, size_t elem) const { return {b, elem * esize_}; }
 
@@ -66,7 +70,9 @@ public:
     std::vector<StepId> get(int peer, uint32_t phase, Buf buf, size_t elem, size_t count,
                             const std::vector<StepId>& after = {}) {
         return each_piece(count, after, [&](size_t k, Range r, Deps d) {
-            return s_.get(peer, os_tag(phase, a_.rank, k), at(buf, elem + r.begin), r.size() * esize_, d);
+            const StepId id = s_.get(peer, os_tag(phase, a_.rank, k), at(buf, elem + r.begin), r.size() * esize_, d);
+            if (stream_) s_.stream(id);
+            return id;
         });
     }
     // Put `count` elements of `buf` at `elem` into what `peer` exposes.
@@ -105,6 +111,7 @@ public:
                             : after.empty()      ? Deps{}
                                                  : Deps{after.at(out.size())};
                 last = s_.get_reduce(q, os_tag(phase, r, k), d, i == 1 ? local : d, pc.size(), false, land, deps);
+                if (stream_ && i == 1) s_.stream(last);  // out of place: into a result not read again soon
             }
             if (p == 1) last = s_.copy(d, local, pc.size() * esize_);
             if (serial && !out.empty()) s_.add_dep(first, out.back());
@@ -131,6 +138,7 @@ private:
     Schedule& s_;
     const CollArgs& a_;
     size_t esize_;
+    bool stream_;
 };
 
 }  // namespace chorus::coll
