@@ -317,10 +317,13 @@ void Communicator::close() {
     close_state(*state_);
 }
 
-void Communicator::window(nb::handle array, bool add) {
-    const Input a = input_array(array, "array");
-    const size_t bytes = a.size * (a.dtype.bits / 8);
-    CommState& st = *state_;
+namespace {
+
+// `fn(comm)`, a call of the C API on the communicator without the GIL and
+// with its lock held; raises its failure (or that the communicator is
+// closed).
+template <typename F>
+void call_locked(CommState& st, F fn) {
     chorus_result_t rc;
     std::string error;
     {
@@ -330,11 +333,21 @@ void Communicator::window(nb::handle array, bool add) {
             rc = CHORUS_ERR_INVALID_ARGUMENT;
             error = "the communicator is closed";
         } else {
-            rc = add ? chorus_comm_register(st.comm, a.data, bytes) : chorus_comm_deregister(st.comm, a.data);
+            rc = fn(st.comm);
             if (rc != CHORUS_SUCCESS) error = chorus_comm_last_error(st.comm);
         }
     }
     if (rc != CHORUS_SUCCESS) raise_chorus(rc, error);
+}
+
+}  // namespace
+
+void Communicator::window(nb::handle array, bool add) {
+    const Input a = input_array(array, "array");
+    const size_t bytes = a.size * (a.dtype.bits / 8);
+    call_locked(*state_, [&](chorus_comm_t c) {
+        return add ? chorus_comm_register(c, a.data, bytes) : chorus_comm_deregister(c, a.data);
+    });
 }
 
 void Communicator::set_label(nb::handle label) {
@@ -343,21 +356,8 @@ void Communicator::set_label(nb::handle label) {
         if (!nb::isinstance<nb::str>(label)) throw nb::type_error("label must be a str or None");
         s = nb::borrow<nb::str>(label).c_str();
     }
-    CommState& st = *state_;
-    chorus_result_t rc;
-    std::string error;
-    {
-        nb::gil_scoped_release nogil;
-        std::lock_guard<std::mutex> lock(st.mutex);
-        if (!st.comm) {
-            rc = CHORUS_ERR_INVALID_ARGUMENT;
-            error = "the communicator is closed";
-        } else {
-            rc = chorus_comm_set_label(st.comm, label.is_none() ? nullptr : s.c_str());
-            if (rc != CHORUS_SUCCESS) error = chorus_comm_last_error(st.comm);
-        }
-    }
-    if (rc != CHORUS_SUCCESS) raise_chorus(rc, error);
+    call_locked(*state_,
+                [&](chorus_comm_t c) { return chorus_comm_set_label(c, label.is_none() ? nullptr : s.c_str()); });
 }
 
 nb::object Communicator::run(Call& call) {
