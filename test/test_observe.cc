@@ -238,3 +238,67 @@ TEST_CASE("the trace writes back every operation's fields", "[unit][observe]") {
     std::remove(path.c_str());
     rmdir(dir);
 }
+
+TEST_CASE("the trace writes back repeated operations, their stamps and gaps in their numbers", "[unit][observe]") {
+    // A loop of calls of one shape (each a few bytes in the writer), stamps
+    // that go back (an operation begun before the last one), numbers with a
+    // gap, and a shape that changes and comes back.
+    char dir[] = "/tmp/chorus-trace-test-XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    constexpr uint64_t kOps = 50000;
+    auto number_of = [](uint64_t i) { return 1 + i + (i >= 20000 ? 3 : 0); };
+    auto begin_of = [](uint64_t i) { return 1000000 + 1000 * i - (i % 7 == 3 ? 1500 : 0); };
+    auto count_of = [](uint64_t i) -> uint64_t { return i >= 30000 && i < 30010 ? 9 : 4; };
+    {
+        chorus::TraceWriter w(dir, 5, 0, 2, 0.0, {});
+        REQUIRE(w.ok());
+        for (uint64_t i = 0; i < kOps; ++i) {
+            chorus::Record r;
+            r.number = number_of(i);
+            r.seq = r.number - 1;
+            r.count = count_of(i);
+            r.bytes = r.count * 4;
+            r.algorithm = "shm_flat";
+            r.inline_run = true;
+            r.state = chorus::RecState::Done;
+            r.begin_tick = begin_of(i);
+            r.end_tick = r.begin_tick + 100 + i % 3;
+            w.add(r);
+        }
+        chorus::TickScale scale;
+        scale.start();
+        scale.finish();
+        w.close(chorus::Labels(), scale);
+    }
+    const std::string path = std::string(dir) + "/chorus-comm5-rank0.json";
+    std::ifstream in(path);
+    REQUIRE(in.good());
+    auto field = [](const std::string& line, const std::string& name) {
+        const size_t at = line.find("\"" + name + "\":");
+        REQUIRE(at != std::string::npos);
+        size_t from = at + name.size() + 3, to = line.find_first_of(",}", from);
+        return line.substr(from, to - from);
+    };
+    std::string line;
+    uint64_t i = 0;
+    std::vector<double> ts, dur;
+    while (std::getline(in, line)) {
+        if (line.find("\"cat\":\"op\"") == std::string::npos) continue;
+        REQUIRE(i < kOps);
+        CHECK(std::stoull(field(line, "number")) == number_of(i));
+        CHECK(std::stoull(field(line, "count")) == count_of(i));
+        ts.push_back(std::stod(field(line, "ts")));
+        dur.push_back(std::stod(field(line, "dur")));
+        ++i;
+    }
+    REQUIRE(i == kOps);
+    // Every stamp as written, to the printed precision (microseconds to
+    // 0.001), on the scale that the first and last begin give.
+    const double per_tick = (ts.back() - ts.front()) / static_cast<double>(begin_of(kOps - 1) - begin_of(0));
+    for (i = 0; i < kOps; ++i) {
+        CHECK(ts[i] - ts[0] == Approx(per_tick * static_cast<double>(begin_of(i) - begin_of(0))).margin(0.002));
+        CHECK(dur[i] == Approx(per_tick * static_cast<double>(100 + i % 3)).margin(0.002));
+    }
+    std::remove(path.c_str());
+    rmdir(dir);
+}

@@ -60,7 +60,8 @@ double exchange_offset_us(net::Bootstrap& boot) {
     double low = -1e300, high = 1e300, stamp_prev = 0, end_prev = 0;
     for (int k = 0; k <= kRounds; ++k) {
         const double stamps[2] = {now_us(), end_prev};
-        std::vector<std::string> all = boot.allgather(std::string(reinterpret_cast<const char*>(stamps), sizeof stamps));
+        std::vector<std::string> all =
+            boot.allgather(std::string(reinterpret_cast<const char*>(stamps), sizeof stamps));
         const double end = now_us();
         double zero[2];
         std::memcpy(zero, all[0].data(), sizeof zero);
@@ -126,7 +127,7 @@ TraceWriter::TraceWriter(const std::string& dir, uint64_t comm, int rank, int si
     : comm_(comm), rank_(rank), forced_(forced) {
     // Room for a batch from the start (and an in-line key past its end): no
     // reallocation on the way of a call.
-    ops_.reserve(kBatch + 2);
+    ops_.reserve(kBatchBytes + 96);
     spans_.reserve(2 * kBatch);
     if (mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
         log(LogLevel::Warn, rank, "CHORUS_TRACE=", dir, ": cannot create the directory (", std::strerror(errno),
@@ -185,14 +186,7 @@ uint32_t TraceWriter::find_shape(const ShapeKey& k) {
     return shape;
 }
 
-void TraceWriter::push_key(const ShapeKey& k) {
-    OpSpan parts[2];
-    std::memcpy(parts, k.data(), sizeof parts);
-    ops_.push_back(parts[0]);
-    ops_.push_back(parts[1]);
-}
-
-RecordFields TraceWriter::unpack(const ShapeKey& k, uint64_t number, const OpSpan& s) {
+RecordFields TraceWriter::unpack(const ShapeKey& k, uint64_t number, uint64_t begin_tick, uint64_t end_tick) {
     RecordFields r;
     r.number = number;
     r.seq = k[0] + number;
@@ -207,8 +201,8 @@ RecordFields TraceWriter::unpack(const ShapeKey& k, uint64_t number, const OpSpa
     r.op = static_cast<chorus_op_t>((k[5] >> 48) & 0xff);
     r.state = (k[5] >> 56) & 1 ? RecState::Failed : RecState::Done;
     r.inline_run = (k[5] >> 57) & 1;
-    r.begin_tick = s.begin_tick;
-    r.end_tick = s.end_tick;
+    r.begin_tick = begin_tick;
+    r.end_tick = end_tick;
     return r;
 }
 
@@ -217,7 +211,13 @@ void TraceWriter::failed(const Record& r) {
 }
 
 void TraceWriter::spill_ops() {
-    spill(op_spill_, ops_);
+    if (!op_spill_) op_spill_ = std::tmpfile();
+    const uint64_t n = ops_.size();
+    if (op_spill_) {
+        std::fwrite(&n, sizeof n, 1, op_spill_);
+        std::fwrite(ops_.data(), 1, n, op_spill_);
+    }
+    ops_.clear();
 }
 
 template <typename T>
@@ -243,37 +243,61 @@ void TraceWriter::close(const Labels& labels, const TickScale& scale) {
         for (const T& e : held) write(e);
         held.clear();
     };
-    // Operation numbers from their low 32 bits (operations end nearly in
-    // the order they begin), and each inline key from its two entries.
-    uint64_t last_number = 0;
-    int key_parts = 0;
-    OpSpan pending{}, parts[2];
-    replay(op_spill_, ops_, [&](const OpSpan& e) {
-        if (key_parts > 0) {
-            parts[2 - key_parts--] = e;
-            if (key_parts > 0) return;
-        } else {
-            // The number with these low bits nearest the last one.
-            constexpr uint64_t kHalf = 1ull << 31, kWrap = 1ull << 32;
-            uint64_t n = (last_number & ~(kWrap - 1)) | e.number_low;
-            if (n + kHalf < last_number)
-                n += kWrap;
-            else if (n > last_number + kHalf && n >= kWrap)
-                n -= kWrap;
-            last_number = n;
-            pending = e;
-            if (e.shape == kInlineShape) {
-                key_parts = 2;
-                return;
+    // Operations: decoded as add() encoded them, the stamps and numbers
+    // carried from each to the next.
+    struct Decoder {
+        uint64_t number = 0, begin = 0;
+        ShapeKey key{};
+        std::vector<uint8_t> buf;
+        size_t at = 0;
+        bool more() const { return at < buf.size(); }
+        uint64_t varint() {
+            uint64_t v = 0;
+            for (int shift = 0; at < buf.size() && shift < 64; shift += 7) {
+                const uint8_t b = buf[at++];
+                v |= static_cast<uint64_t>(b & 0x7f) << shift;
+                if (!(b & 0x80)) break;
             }
+            return v;
         }
-        ShapeKey k;
-        if (pending.shape == kInlineShape)
-            std::memcpy(k.data(), parts, sizeof parts);
-        else
-            k = shapes_[pending.shape];
-        write_op(unpack(k, last_number, pending), labels, scale);
-    });
+        static uint64_t unzigzag(uint64_t v) { return (v >> 1) ^ (~(v & 1) + 1); }
+    } d;
+    auto decode = [&] {
+        while (d.more()) {
+            const uint8_t tag = d.buf[d.at++];
+            if (tag == kFull) {
+                d.number = d.varint();
+                const uint32_t shape = static_cast<uint32_t>(d.varint());
+                if (shape == kInlineShape)
+                    for (uint64_t& v : d.key) v = d.varint();
+                else if (shape < shapes_.size())
+                    d.key = shapes_[shape];
+            } else {
+                ++d.number;
+            }
+            d.begin += Decoder::unzigzag(d.varint());
+            const uint64_t end = d.begin + Decoder::unzigzag(d.varint());
+            write_op(unpack(d.key, d.number, d.begin, end), labels, scale);
+        }
+        d.buf.clear();
+        d.at = 0;
+    };
+    // Spilled blocks first (they are older: each its size, then whole
+    // operations), then those still here.
+    if (op_spill_) {
+        std::rewind(op_spill_);
+        uint64_t n = 0;
+        while (std::fread(&n, sizeof n, 1, op_spill_) == 1 && n <= 2 * kBatchBytes) {
+            d.buf.resize(n);
+            if (std::fread(d.buf.data(), 1, n, op_spill_) != n) break;
+            d.at = 0;
+            decode();
+        }
+        std::fclose(op_spill_);
+    }
+    d.buf = std::move(ops_);
+    decode();
+    ops_.clear();
     replay(step_spill_, spans_, [&](const StepSpan& s) { write_step(s, scale); });
     op_spill_ = step_spill_ = nullptr;
     // A last event without a trailing comma, then the end of the array.

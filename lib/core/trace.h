@@ -7,7 +7,8 @@
 // are this rank's monotonic clock in microseconds; a metadata event gives
 // the offset to rank 0's clock, estimated at creation, with which
 // tools/chorus-trace merges the ranks. An operation costs two clock reads
-// and 24 bytes (TraceWriter::add); the JSON is written when the
+// and, in a loop of calls of one shape, about 5 bytes (TraceWriter::add);
+// the JSON is written when the
 // communicator is destroyed, never on the way of a call (a process that
 // dies first leaves only the file's header).
 #pragma once
@@ -54,18 +55,32 @@ public:
     bool ok() const { return file_ != nullptr; }
 
     // A finished operation, and its steps' spans, held in binary and
-    // spilled to an unnamed file every kBatch; the JSON is written at
-    // close(), off the way of every call. An operation takes 24 bytes: its
-    // stamps, its number and the index of its shape (everything else it
-    // records: collective, count, algorithm, ...), which is most often the
-    // previous operation's.
+    // spilled to an unnamed file every kBatchBytes; the JSON is written at
+    // close(), off the way of every call. An operation whose shape (every
+    // field but its number and stamps: collective, count, algorithm, ...)
+    // is the previous one's and whose number follows it, as in a loop of
+    // calls, takes a few bytes: a tag and its stamps as differences
+    // (varints); any other, its number, its shape's index (or the shape
+    // itself, past kMaxShapes) and its stamps.
     void add(const Record& r) {
         const ShapeKey k = shape_key(r);
-        const uint32_t shape = k == last_key_ ? last_shape_ : find_shape(k);
-        ops_.push_back({r.begin_tick, r.end_tick, static_cast<uint32_t>(r.number), shape});
-        if (shape == kInlineShape) push_key(k);
+        const bool same = k == last_key_;
+        const uint32_t shape = same ? last_shape_ : find_shape(k);
+        if (same && r.number == last_number_ + 1) {
+            put_byte(kRepeat);
+        } else {
+            put_byte(kFull);
+            put_varint(r.number);
+            put_varint(shape);
+            if (shape == kInlineShape)
+                for (uint64_t v : k) put_varint(v);
+        }
+        put_varint(zigzag(r.begin_tick - last_begin_));
+        put_varint(zigzag(r.end_tick - r.begin_tick));
+        last_number_ = r.number;
+        last_begin_ = r.begin_tick;
         if (r.state == RecState::Failed) failed(r);
-        if (ops_.size() >= kBatch) spill_ops();
+        if (ops_.size() >= kBatchBytes) spill_ops();
     }
     void add_steps(const std::vector<StepSpan>& spans);
     // Write the JSON (labels by number, stamps converted with `scale`) and
@@ -78,14 +93,22 @@ private:
     // name), label and steps, then root, collective, datatype, op, failed
     // and inline.
     using ShapeKey = std::array<uint64_t, 6>;
-    struct OpSpan {
-        uint64_t begin_tick, end_tick;
-        uint32_t number_low;  // the operation number's low 32 bits
-        uint32_t shape;       // kInlineShape: the key follows in the next two entries
-    };
-    static_assert(sizeof(OpSpan) == 24 && 2 * sizeof(OpSpan) == sizeof(ShapeKey), "OpSpan packing");
-    static constexpr size_t kBatch = 4096;
+    static constexpr size_t kBatch = 4096;            // step spans held before a spill
+    static constexpr size_t kBatchBytes = 64 * 1024;  // encoded operations held before a spill
     static constexpr uint32_t kMaxShapes = 1u << 16, kInlineShape = ~0u;
+    static constexpr uint8_t kRepeat = 1, kFull = 2;
+    static uint64_t zigzag(uint64_t d) {
+        const int64_t v = static_cast<int64_t>(d);
+        return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+    }
+    void put_byte(uint8_t b) { ops_.push_back(b); }
+    void put_varint(uint64_t v) {
+        while (v >= 0x80) {
+            ops_.push_back(static_cast<uint8_t>(v | 0x80));
+            v >>= 7;
+        }
+        ops_.push_back(static_cast<uint8_t>(v));
+    }
     static ShapeKey shape_key(const Record& r) {
         return {r.seq - r.number,
                 r.count,
@@ -97,10 +120,9 @@ private:
                     static_cast<uint64_t>(r.state == RecState::Failed) << 56 |
                     static_cast<uint64_t>(r.inline_run) << 57};
     }
-    static RecordFields unpack(const ShapeKey& k, uint64_t number, const OpSpan& s);
+    static RecordFields unpack(const ShapeKey& k, uint64_t number, uint64_t begin_tick, uint64_t end_tick);
     // The index of a shape not the last one (kInlineShape past kMaxShapes).
     uint32_t find_shape(const ShapeKey& k);
-    void push_key(const ShapeKey& k);
     void failed(const Record& r);
     void spill_ops();
     template <typename T>
@@ -114,7 +136,8 @@ private:
     uint64_t comm_;
     int rank_;
     std::map<std::string, std::string> forced_;
-    std::vector<OpSpan> ops_;
+    std::vector<uint8_t> ops_;  // encoded operations (add())
+    uint64_t last_number_ = 0, last_begin_ = 0;
     std::vector<ShapeKey> shapes_;
     std::map<ShapeKey, uint32_t> shape_index_;
     ShapeKey last_key_{};
