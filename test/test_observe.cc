@@ -36,6 +36,16 @@ bool has(const std::string& text, const std::string& part) {
     UNSCOPED_INFO("in: " << text);
     return false;
 }
+// The value of `name` in a trace event's line (a string without its quotes).
+std::string field(const std::string& line, const std::string& name) {
+    const size_t at = line.find("\"" + name + "\":");
+    REQUIRE(at != std::string::npos);
+    size_t from = at + name.size() + 3, to = line.find_first_of(",}", from);
+    std::string v = line.substr(from, to - from);
+    if (!v.empty() && v[0] == '"') v = v.substr(1, v.size() - 2);
+    return v;
+}
+
 }  // namespace
 
 TEST_CASE("the hang report names the rank that never entered", "[unit][observe]") {
@@ -197,14 +207,6 @@ TEST_CASE("the trace writes back every operation's fields", "[unit][observe]") {
     const std::string path = std::string(dir) + "/chorus-comm3-rank1.json";
     std::ifstream in(path);
     REQUIRE(in.good());
-    auto field = [](const std::string& line, const std::string& name) {
-        const size_t at = line.find("\"" + name + "\":");
-        REQUIRE(at != std::string::npos);
-        size_t from = at + name.size() + 3, to = line.find_first_of(",}", from);
-        std::string v = line.substr(from, to - from);
-        if (!v.empty() && v[0] == '"') v = v.substr(1, v.size() - 2);
-        return v;
-    };
     std::string line;
     uint64_t seen = 0, failed = 0;
     std::vector<bool> got(kOps, false);
@@ -273,12 +275,6 @@ TEST_CASE("the trace writes back repeated operations, their stamps and gaps in t
     const std::string path = std::string(dir) + "/chorus-comm5-rank0.json";
     std::ifstream in(path);
     REQUIRE(in.good());
-    auto field = [](const std::string& line, const std::string& name) {
-        const size_t at = line.find("\"" + name + "\":");
-        REQUIRE(at != std::string::npos);
-        size_t from = at + name.size() + 3, to = line.find_first_of(",}", from);
-        return line.substr(from, to - from);
-    };
     std::string line;
     uint64_t i = 0;
     std::vector<double> ts, dur;
