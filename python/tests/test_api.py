@@ -297,7 +297,8 @@ def test_mapped_arrays_and_windows(comm):
     assert x.shape == (n,) and y.shape == (2, n // 2) and x.dtype == y.dtype == np.float32
     assert chorus.mapped_empty(0).size == 0
     rng = np.random.default_rng(comm.rank + 1)
-    parts = comm.allgather(rng.random(n, dtype=np.float32))  # every rank's input, for the reference
+    parts = np.empty(comm.size * n, dtype=np.float32)  # every rank's input, for the reference
+    comm.allgather(rng.random(n, dtype=np.float32), parts)
     want = np.zeros(n, dtype=np.float32)
     for r in range(comm.size):
         want = want + parts.reshape(comm.size, n)[r]  # rank order: a fixed order of rounding
@@ -307,7 +308,8 @@ def test_mapped_arrays_and_windows(comm):
             comm.register(y)
         x[:] = parts.reshape(comm.size, n)[comm.rank]
         comm.allreduce(x, y.reshape(n))
-        got = comm.allgather(y.reshape(n)).reshape(comm.size, n)
+        got = np.empty((comm.size, n), dtype=np.float32)
+        comm.allgather(y.reshape(n), got)
         # Every rank has the same bits, and the reference's values.
         assert all(np.array_equal(got[0], got[r]) for r in range(comm.size))
         np.testing.assert_allclose(got[0], want, rtol=1e-5)
