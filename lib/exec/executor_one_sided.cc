@@ -145,8 +145,11 @@ void Executor::os_done(StepId s, Part part) {
             os_access(s);
             return;
         }
-        if (desc[2] == kMapped && !dev_.on_device && keyed_.empty()) {
+        if (desc[2] == kMapped && !dev_.on_device && keyed_.empty() && peer_memory_) {
             const net::MappedRef ref{desc[3], desc[4], desc[5], desc[6]};
+            if (ref.offset > ref.size || st.bytes > ref.size - ref.offset)
+                fail(CHORUS_ERR_INTERNAL, "one-sided: rank ", st.peer, " exposes ", st.bytes, " bytes at ", ref.offset,
+                     " of an allocation of ", ref.size);
             if (char* base = peer_memory_->map_peer(st.peer, ref)) {
                 os_copy_mapped(s, base + ref.offset);
             } else {
