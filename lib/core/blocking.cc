@@ -10,7 +10,7 @@ namespace chorus {
 
 bool Communicator::run_inline(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream,
                               chorus_result_t* rc, Plan* planned, RanInPlace* ran) {
-    if (!ops_.empty() || stream || failed_ || config_.check || !config_.inject.empty()) return false;
+    if (!may_run_in_place(stream)) return false;
     const Plan& plan = plans_.plan(args);
     const Schedule& s = *plan.schedule;
     if (plan.algo->two_stage || s.has_transfers() || s.scratch_bytes() ||

@@ -214,6 +214,11 @@ private:
     // start_filled.
     bool run_inline(const coll::CollArgs& args, const void* sendbuf, void* recvbuf, void* stream, chorus_result_t* rc,
                     Plan* plan, RanInPlace* ran);
+    // Whether a call may run in place now: nothing in flight, no stream,
+    // not failed, and neither CHORUS_CHECK nor injected faults.
+    bool may_run_in_place(const void* stream) const {
+        return ops_.empty() && !stream && !failed_ && !config_.check && config_.inject.empty();
+    }
     // The part of run_inline after the checks: the plan qualifies.
     chorus_result_t run_planned_inline(const coll::CollArgs& args, const Plan& plan, const void* sendbuf,
                                        void* recvbuf);

@@ -73,7 +73,7 @@ chorus_result_t Communicator::agree_mapped(const coll::CollArgs& args, const voi
     const Plan plan{&algo, plans_.schedule(g, algo)};
     int32_t all = 0;
     chorus_result_t rc;
-    if (g.slot_bytes && ops_.empty() && !failed_ && !config_.check && config_.inject.empty()) {
+    if (g.slot_bytes && may_run_in_place(nullptr)) {
         rc = run_planned_inline(g, plan, &mine, &all);
     } else {
         Operation* op = start_filled(g, &mine, &all, nullptr, &plan);

@@ -310,7 +310,12 @@ void host_copy_stream(void* dst, const void* src, size_t bytes) {
 #endif
 }
 
-void host_reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count) {
+namespace {
+
+// dst = a op b; an out-of-place result of `stream_from` bytes or more is
+// written with non-temporal stores.
+void reduce_into(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count,
+                 [[maybe_unused]] size_t stream_from) {
     if (count == 0) return;
     const TypeEntry& type = kTypes[dt];
     const ReduceKernels& k = type.ops[op_slot(op)];
@@ -324,7 +329,7 @@ void host_reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a,
         k.dst_is_b(dst, a, b, count);
     } else {
 #if CHORUS_STREAMING_STORES
-        if (count * type.size >= kStreamingMinBytes) {
+        if (count * type.size >= stream_from) {
             reduce_streaming(k.separate, type.size, dst, a, b, count);
             return;
         }
@@ -333,17 +338,14 @@ void host_reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a,
     }
 }
 
+}  // namespace
+
+void host_reduce(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count) {
+    reduce_into(dt, op, dst, a, b, count, kStreamingMinBytes);
+}
+
 void host_reduce_stream(chorus_datatype_t dt, chorus_op_t op, void* dst, const void* a, const void* b, size_t count) {
-#if CHORUS_STREAMING_STORES
-    if (count && dst != a && dst != b) {
-        const TypeEntry& type = kTypes[dt];
-        const ReduceKernels& k = type.ops[op_slot(op)];
-        if (!k.separate) std::abort();
-        reduce_streaming(k.separate, type.size, dst, a, b, count);
-        return;
-    }
-#endif
-    host_reduce(dt, op, dst, a, b, count);
+    reduce_into(dt, op, dst, a, b, count, 0);
 }
 
 void host_divide(chorus_datatype_t dt, void* dst, size_t count, int divisor) {

@@ -32,8 +32,6 @@ bool release(void* p);
 // Whether [addr, addr + bytes) lies in one allocation, whose reference goes
 // to `*ref`.
 bool find(const void* addr, size_t bytes, MappedRef* ref);
-// The allocations live now.
-size_t live();
 
 // One process's mappings of its peers' allocations.
 class PeerMaps {
